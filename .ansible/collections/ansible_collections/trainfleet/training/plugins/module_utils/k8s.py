@@ -1,0 +1,344 @@
+# -*- coding: utf-8 -*-
+# Copyright: trainfleet developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Kubernetes client setup and the PyTorchJob service (API calls only, no semantics).
+
+Layers: get_api_client() (auth options -> ApiClient) -> PyTorchJobService (typed calls that
+return plain dicts and raise the collection's exceptions) -> waiter.py / the modules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+
+from ansible.module_utils.basic import env_fallback, missing_required_lib
+
+from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import (
+    ApiAccessError,
+    ApiUnreachableError,
+    ClientConfigError,
+    CrdMissingError,
+    JobNotFoundError,
+    LogReadError,
+    PyTorchJobError,
+    WatchExpiredError,
+)
+
+K8S_IMP_ERR = None
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes import watch as k8s_watch
+    from kubernetes.client.rest import ApiException
+    from kubernetes.config.config_exception import ConfigException
+    HAS_K8S = True
+except ImportError:
+    K8S_IMP_ERR = traceback.format_exc()
+    HAS_K8S = False
+
+    class ApiException(Exception):  # type: ignore[no-redef]
+        """Stand-in so except clauses work without the kubernetes package."""
+        status = None
+        body = None
+        reason = None
+
+    class ConfigException(Exception):  # type: ignore[no-redef]
+        """Stand-in so except clauses work without the kubernetes package."""
+
+try:
+    from urllib3.exceptions import HTTPError as Urllib3HTTPError
+except ImportError:
+    class Urllib3HTTPError(Exception):  # type: ignore[no-redef]
+        """Stand-in so except clauses work without urllib3."""
+
+
+# Seconds for a connect / a single socket read of every API call: no call can hang.
+DEFAULT_REQUEST_TIMEOUT = (10, 60)
+LOG_CHUNK_SIZE = 64 * 1024
+MAX_LINE_BYTES = 1024 * 1024
+
+AUTH_ARG_SPEC = dict(
+    kubeconfig=dict(type="path", fallback=(env_fallback, ["K8S_AUTH_KUBECONFIG"])),
+    context=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_CONTEXT"])),
+    host=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_HOST"])),
+    api_key=dict(type="str", no_log=True, fallback=(env_fallback, ["K8S_AUTH_API_KEY"])),
+    validate_certs=dict(type="bool", aliases=["verify_ssl"],
+                        fallback=(env_fallback, ["K8S_AUTH_VERIFY_SSL"])),
+    ca_cert=dict(type="path", aliases=["ssl_ca_cert"],
+                 fallback=(env_fallback, ["K8S_AUTH_SSL_CA_CERT"])),
+)
+
+
+def auth_arg_spec():
+    """A fresh copy of the shared Kubernetes auth options (modules extend it)."""
+    return dict((key, dict(value)) for key, value in AUTH_ARG_SPEC.items())
+
+
+def require_kubernetes(module):
+    """fail_json with the standard message when the kubernetes package is missing."""
+    if not HAS_K8S:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_IMP_ERR)
+
+
+def get_api_client(params):
+    """ApiClient from the auth options.
+
+    host (+ api_key) wins; otherwise the kubeconfig file (option, $KUBECONFIG or
+    ~/.kube/config) with an optional context; otherwise the in-cluster service account.
+    validate_certs / ca_cert override what the kubeconfig says.
+    """
+    configuration = k8s_client.Configuration()
+    kubeconfig = params.get("kubeconfig")
+    context = params.get("context")
+    host = params.get("host")
+    try:
+        if host:
+            configuration.host = host
+            if kubeconfig or context:
+                raise ClientConfigError("Use either host (with api_key) or kubeconfig/context, not both.")
+        else:
+            path = kubeconfig or os.path.expanduser(
+                os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
+            if kubeconfig and not os.path.exists(kubeconfig):
+                raise ClientConfigError("kubeconfig file %s does not exist." % kubeconfig)
+            if os.path.exists(path):
+                k8s_config.load_kube_config(config_file=path, context=context,
+                                            client_configuration=configuration,
+                                            persist_config=False)
+            elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+                k8s_config.load_incluster_config(client_configuration=configuration)
+            else:
+                raise ClientConfigError(
+                    "No Kubernetes configuration found: set kubeconfig (or K8S_AUTH_KUBECONFIG, "
+                    "KUBECONFIG), or host and api_key.")
+    except ConfigException as exc:
+        raise ClientConfigError("Invalid Kubernetes configuration (kubeconfig=%s, context=%s): %s"
+                                % (kubeconfig or "default", context or "current", exc))
+    except (IOError, OSError, ValueError, TypeError, KeyError) as exc:
+        raise ClientConfigError("Cannot read kubeconfig %s: %s" % (kubeconfig or "default", exc))
+    if params.get("api_key"):
+        configuration.api_key = {"authorization": "Bearer " + params["api_key"]}
+    if params.get("validate_certs") is not None:
+        configuration.verify_ssl = params["validate_certs"]
+    if params.get("ca_cert"):
+        configuration.ssl_ca_cert = params["ca_cert"]
+    return k8s_client.ApiClient(configuration=configuration)
+
+
+def _status_body(exc):
+    try:
+        return json.loads(exc.body) if exc.body else {}
+    except (TypeError, ValueError):
+        return {}
+
+
+def _api_message(exc):
+    body = _status_body(exc)
+    return body.get("message") or getattr(exc, "reason", None) or str(exc)
+
+
+class PyTorchJobService(object):
+    """The API calls the modules make. Every method returns plain dicts (the server's JSON)
+    and raises errors.PyTorchJobError subclasses, never kubernetes exceptions."""
+
+    def __init__(self, api_client, request_timeout=DEFAULT_REQUEST_TIMEOUT):
+        self.api_client = api_client
+        self.core = k8s_client.CoreV1Api(api_client)
+        self.custom = k8s_client.CustomObjectsApi(api_client)
+        self.request_timeout = request_timeout
+        self.host = getattr(api_client.configuration, "host", None)
+
+    # ---------------------------------------------------------------- errors
+
+    def _translate(self, exc, what):
+        if isinstance(exc, PyTorchJobError):
+            return exc
+        if isinstance(exc, ApiException):
+            status = getattr(exc, "status", None)
+            if status in (401, 403):
+                return ApiAccessError("Not allowed to %s (HTTP %s): %s" % (what, status, _api_message(exc)),
+                                      status=status)
+            if status == 410:
+                return WatchExpiredError("Watch expired while trying to %s" % what, status=status)
+            return ApiAccessError("Failed to %s (HTTP %s): %s" % (what, status, _api_message(exc)),
+                                  status=status)
+        if isinstance(exc, (Urllib3HTTPError, IOError, OSError)):
+            return ApiUnreachableError("Cannot reach the Kubernetes API server %s to %s: %s"
+                                       % (self.host, what, exc))
+        return PyTorchJobError("Failed to %s: %s" % (what, exc))
+
+    def _raw_get(self, path):
+        data = self.api_client.call_api(
+            path, "GET", header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"], response_type="object",
+            _return_http_data_only=True, _preload_content=True,
+            _request_timeout=self.request_timeout)
+        return data
+
+    def crd_served(self):
+        """True when the API server serves kubeflow.org/v1 pytorchjobs."""
+        try:
+            data = self._raw_get("/apis/%s/%s" % (pj.GROUP, pj.VERSION))
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise self._translate(exc, "discover %s" % pj.API_VERSION)
+        except Exception as exc:  # pylint: disable=broad-except
+            raise self._translate(exc, "discover %s" % pj.API_VERSION)
+        resources = (data or {}).get("resources") or []
+        return any(r.get("name") == pj.PLURAL for r in resources)
+
+    def _crd_missing(self):
+        return CrdMissingError(
+            "The PyTorchJob CRD (%s, %s) is not installed on %s: install the Kubeflow training "
+            "operator first (training_operator step)." % (pj.CRD_NAME, pj.API_VERSION, self.host))
+
+    # ---------------------------------------------------------------- jobs
+
+    def get_job(self, namespace, name):
+        try:
+            return self.custom.get_namespaced_custom_object(
+                pj.GROUP, pj.VERSION, namespace, pj.PLURAL, name,
+                _request_timeout=self.request_timeout)
+        except ApiException as exc:
+            if exc.status == 404:
+                if not self.crd_served():
+                    raise self._crd_missing()
+                raise JobNotFoundError("PyTorchJob %s/%s not found." % (namespace, name),
+                                       namespace=namespace, name=name)
+            raise self._translate(exc, "read PyTorchJob %s/%s" % (namespace, name))
+        except Exception as exc:  # pylint: disable=broad-except
+            raise self._translate(exc, "read PyTorchJob %s/%s" % (namespace, name))
+
+    def list_jobs(self, namespace, label_selector=None):
+        kwargs = {"_request_timeout": self.request_timeout}
+        if label_selector:
+            kwargs["label_selector"] = label_selector
+        try:
+            data = self.custom.list_namespaced_custom_object(
+                pj.GROUP, pj.VERSION, namespace, pj.PLURAL, **kwargs)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise self._crd_missing()
+            raise self._translate(exc, "list PyTorchJobs in %s" % namespace)
+        except Exception as exc:  # pylint: disable=broad-except
+            raise self._translate(exc, "list PyTorchJobs in %s" % namespace)
+        return sorted(data.get("items") or [], key=lambda j: j.get("metadata", {}).get("name", ""))
+
+    def watch_job(self, namespace, name, resource_version, timeout_seconds):
+        """Yield (event type, job dict) for one job for at most timeout_seconds."""
+        watcher = k8s_watch.Watch()
+        kwargs = {
+            "field_selector": "metadata.name=%s" % name,
+            "timeout_seconds": int(max(1, timeout_seconds)),
+            # client-side bound too: a stalled connection cannot outlive the wait
+            "_request_timeout": (self.request_timeout[0], int(max(1, timeout_seconds)) + 30),
+        }
+        if resource_version:
+            kwargs["resource_version"] = resource_version
+        try:
+            for event in watcher.stream(self.custom.list_namespaced_custom_object,
+                                        pj.GROUP, pj.VERSION, namespace, pj.PLURAL, **kwargs):
+                obj = event.get("raw_object") or event.get("object")
+                yield event.get("type"), obj
+        except ApiException as exc:
+            if exc.status == 404:
+                raise self._crd_missing()
+            raise self._translate(exc, "watch PyTorchJob %s/%s" % (namespace, name))
+        except PyTorchJobError:
+            raise
+        except Exception as exc:  # pylint: disable=broad-except
+            raise self._translate(exc, "watch PyTorchJob %s/%s" % (namespace, name))
+        finally:
+            watcher.stop()
+
+    # ---------------------------------------------------------------- pods, events
+
+    def _list_json(self, func, what, *args, **kwargs):
+        kwargs["_preload_content"] = False
+        kwargs["_request_timeout"] = self.request_timeout
+        try:
+            resp = func(*args, **kwargs)
+            data = json.loads(resp.data)
+        except Exception as exc:  # pylint: disable=broad-except
+            raise self._translate(exc, what)
+        return data.get("items") or []
+
+    def list_pods(self, namespace, job_name=None):
+        """Pods of one job (job_name) or of every PyTorchJob in the namespace."""
+        selector = pj.pod_label_selector(job_name) if job_name else pj.LABEL_JOB_NAME
+        return self._list_json(self.core.list_namespaced_pod, "list pods in %s" % namespace,
+                               namespace, label_selector=selector)
+
+    def list_events(self, namespace, object_names):
+        """Events about any of the named objects (job, pods), oldest first."""
+        names = set(object_names)
+        if not names:
+            return []
+        if len(names) == 1:
+            selector = "involvedObject.name=%s" % next(iter(names))
+            items = self._list_json(self.core.list_namespaced_event, "list events in %s" % namespace,
+                                    namespace, field_selector=selector)
+        else:
+            items = self._list_json(self.core.list_namespaced_event, "list events in %s" % namespace,
+                                    namespace)
+        return [e for e in items if (e.get("involvedObject") or {}).get("name") in names]
+
+    # ---------------------------------------------------------------- logs
+
+    def open_log(self, namespace, pod, container=None, tail_lines=None, since_seconds=None,
+                 previous=False, limit_bytes=None):
+        """The raw urllib3 response of a pod log (not preloaded: read it in chunks)."""
+        kwargs = {"_preload_content": False, "_request_timeout": self.request_timeout,
+                  "previous": bool(previous)}
+        if container:
+            kwargs["container"] = container
+        if tail_lines is not None:
+            kwargs["tail_lines"] = tail_lines
+        if since_seconds is not None:
+            kwargs["since_seconds"] = since_seconds
+        if limit_bytes:
+            kwargs["limit_bytes"] = limit_bytes
+        what = "read the %slog of pod %s/%s%s" % (
+            "previous " if previous else "", namespace, pod, " container %s" % container if container else "")
+        try:
+            return self.core.read_namespaced_pod_log(pod, namespace, **kwargs)
+        except ApiException as exc:
+            if exc.status in (400, 404):
+                raise LogReadError("Cannot %s: %s" % (what, _api_message(exc)), pod=pod, status=exc.status)
+            raise self._translate(exc, what)
+        except Exception as exc:  # pylint: disable=broad-except
+            raise self._translate(exc, what)
+
+    def iter_log(self, namespace, pod, chunk_size=LOG_CHUNK_SIZE, **kwargs):
+        """Yield a pod log in byte chunks; memory use is one chunk."""
+        resp = self.open_log(namespace, pod, **kwargs)
+        try:
+            for chunk in resp.stream(chunk_size, decode_content=True):
+                if chunk:
+                    yield chunk
+        except Exception as exc:  # pylint: disable=broad-except
+            raise self._translate(exc, "stream the log of pod %s/%s" % (namespace, pod))
+        finally:
+            resp.close()
+            resp.release_conn()
+
+
+def iter_lines(chunks):
+    """Split a stream of byte chunks into decoded text lines (bounded: one line at a time)."""
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        parts = pending.split(b"\n")
+        pending = parts.pop()
+        for part in parts:
+            yield part.decode("utf-8", "replace")
+        if len(pending) > MAX_LINE_BYTES:
+            # a "line" this long is not a log line worth keeping whole
+            yield pending.decode("utf-8", "replace")
+            pending = b""
+    if pending:
+        yield pending.decode("utf-8", "replace")

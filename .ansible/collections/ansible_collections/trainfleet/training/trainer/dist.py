@@ -1,0 +1,106 @@
+"""Process-group setup from torchrun's environment, and collectives that also work without one."""
+
+import os
+import socket
+from dataclasses import dataclass
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from trainer import RANK_PREFIX
+
+
+@dataclass
+class DistContext:
+    """Where this process sits in the job. ``distributed`` is False for a plain single process."""
+
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    group_rank: int = 0
+    distributed: bool = False
+    backend: str = "none"
+    device: torch.device = torch.device("cpu")
+
+    @property
+    def is_rank0(self):
+        return self.rank == 0
+
+    def rank_line(self):
+        return (f"{RANK_PREFIX} rank={self.rank} local_rank={self.local_rank} world_size={self.world_size} "
+                f"group_rank={self.group_rank} host={socket.gethostname()}")
+
+
+def _env_int(env, name, default):
+    value = env.get(name)
+    try:
+        return int(value) if value not in (None, "") else default
+    except ValueError as exc:
+        raise RuntimeError(f"environment variable {name} must be an integer, got {value!r}") from exc
+
+
+def env_ranks(environ=None):
+    """(rank, local_rank, world_size, group_rank, launched) from torchrun's variables; launched = RANK and WORLD_SIZE set."""
+    env = os.environ if environ is None else environ
+    launched = "WORLD_SIZE" in env and "RANK" in env
+    return (_env_int(env, "RANK", 0), _env_int(env, "LOCAL_RANK", 0), _env_int(env, "WORLD_SIZE", 1),
+            _env_int(env, "GROUP_RANK", 0), launched)
+
+
+def choose_backend(requested, device_choice, cuda_available):
+    """(backend, use_cuda): auto = nccl with CUDA, gloo without; an explicit --backend wins."""
+    use_cuda = device_choice == "cuda" or (device_choice == "auto" and cuda_available)
+    if device_choice == "cuda" and not cuda_available:
+        raise RuntimeError("--device cuda was given but torch sees no CUDA device")
+    if requested == "auto":
+        return ("nccl" if use_cuda else "gloo"), use_cuda
+    if requested == "nccl" and not cuda_available:
+        raise RuntimeError("--backend nccl needs CUDA, but torch sees no CUDA device")
+    return requested, use_cuda
+
+
+def init(cfg):
+    """Start the process group when launched by torchrun (env://), with an explicit timeout."""
+    rank, local_rank, world_size, group_rank, launched = env_ranks()
+    backend, use_cuda = choose_backend(cfg.backend, cfg.device, torch.cuda.is_available())
+    if use_cuda:
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+    ctx = DistContext(rank=rank, local_rank=local_rank, world_size=world_size, group_rank=group_rank,
+                      distributed=launched, backend=backend if launched else "none", device=device)
+    if launched:
+        dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world_size,
+                                timeout=timedelta(seconds=cfg.timeout_s))
+    return ctx
+
+
+def shutdown():
+    """destroy_process_group when one exists (safe to call on every exit path)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def all_reduce_sum(ctx, values):
+    """Sum a list of floats over all ranks (float64 on the collective's device)."""
+    tensor = torch.tensor(values, dtype=torch.float64, device=ctx.device)
+    if ctx.distributed:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor.tolist()
+
+
+def all_ok(ctx, ok):
+    """True on every rank only if ``ok`` is True on every rank (a barrier that also carries failure)."""
+    failed = all_reduce_sum(ctx, [0.0 if ok else 1.0])[0]
+    return failed == 0.0
+
+
+def broadcast_object(ctx, obj):
+    """Rank 0's ``obj`` on every rank."""
+    if not ctx.distributed:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0, device=ctx.device if ctx.device.type == "cuda" else None)
+    return box[0]

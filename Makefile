@@ -1,0 +1,46 @@
+# trainfleet: thin wrappers. Every target is one script or one tool call.
+SHELL := /bin/bash
+VENV ?= $(CURDIR)/.venv
+export PATH := $(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export TRAINFLEET_CACHE ?= $(HOME)/.cache/trainfleet
+REPORTS := $(CURDIR)/out/test-reports
+
+.PHONY: setup demo test lint sanity unit trainer-test molecule bench-trainer teardown clean help
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+setup:  ## venv + Python deps + system packages + Docker engine (idempotent)
+	@bash scripts/setup.sh
+
+demo: setup  ## the whole pipeline on the embedded default (inventories/local)
+	ansible-playbook site.yml
+
+test: setup  ## every test: lint, sanity, unit, trainer, molecule
+	@bash scripts/test.sh all
+
+lint: setup  ## ansible-lint (production profile)
+	@bash scripts/test.sh lint
+
+sanity: setup  ## ansible-test sanity on a copy of the collection
+	@bash scripts/test.sh sanity
+
+unit: setup  ## pytest tests/unit
+	@bash scripts/test.sh unit
+
+trainer-test: setup  ## pytest trainer/tests (real torchrun, moto)
+	@bash scripts/test.sh trainer
+
+molecule: setup  ## molecule scenarios against kind and the local AWS endpoint
+	@bash scripts/test.sh molecule
+
+bench-trainer: setup  ## samples/s for 1 and 2 processes (synthetic data) and scaling efficiency
+	python trainer/bench.py
+
+teardown: setup  ## remove everything site.yml created on the local stack
+	ansible-playbook site.yml --tags teardown
+
+clean:  ## remove the venv and test outputs (the build cache in ~/.cache/trainfleet stays)
+	rm -rf $(VENV) out .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,766 @@
+# -*- coding: utf-8 -*-
+# Copyright: trainfleet developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""PyTorchJob (kubeflow.org/v1) semantics, in one place.
+
+Everything here is a pure function over plain dicts (the JSON the API server returns),
+so it is unit-tested on YAML fixtures with no cluster and no kubernetes client.
+
+Facts this module encodes (Kubeflow training operator v1.x, pkg/apis/kubeflow.org/v1 and
+pkg/util/status.go):
+
+- Condition types are Created, Running, Restarting, Succeeded, Suspended and Failed.
+  The operator appends the newest condition at the end of status.conditions and drops the
+  previous one of the same type; Running and Restarting replace each other; when the job
+  turns Succeeded or Failed the Running condition is kept with status False. Failed is
+  sticky: once set, no later condition is recorded.
+- Pods carry the labels training.kubeflow.org/job-name, .../replica-type (lower case:
+  master, worker), .../replica-index and, for the master replica, .../job-role=master.
+- status.replicaStatuses is keyed by the replica type as written in the spec (Master,
+  Worker) with active/succeeded/failed counters.
+- With torchrun's c10d rendezvous, global ranks follow join order, not pod names, so rank 0
+  is found from what the processes print (see find_rank0).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+
+GROUP = "kubeflow.org"
+VERSION = "v1"
+PLURAL = "pytorchjobs"
+KIND = "PyTorchJob"
+API_VERSION = GROUP + "/" + VERSION
+CRD_NAME = PLURAL + "." + GROUP
+
+LABEL_JOB_NAME = "training.kubeflow.org/job-name"
+LABEL_REPLICA_TYPE = "training.kubeflow.org/replica-type"
+LABEL_REPLICA_INDEX = "training.kubeflow.org/replica-index"
+LABEL_JOB_ROLE = "training.kubeflow.org/job-role"
+LABEL_OPERATOR_NAME = "training.kubeflow.org/operator-name"
+
+# The operator requires the training container of every replica to be named "pytorch".
+DEFAULT_CONTAINER = "pytorch"
+
+PHASE_PENDING = "Pending"
+PHASE_CREATED = "Created"
+PHASE_RUNNING = "Running"
+PHASE_RESTARTING = "Restarting"
+PHASE_SUCCEEDED = "Succeeded"
+PHASE_SUSPENDED = "Suspended"
+PHASE_FAILED = "Failed"
+
+CONDITION_TYPES = (PHASE_CREATED, PHASE_RUNNING, PHASE_RESTARTING, PHASE_SUCCEEDED,
+                   PHASE_SUSPENDED, PHASE_FAILED)
+PHASES = (PHASE_PENDING,) + CONDITION_TYPES
+TERMINAL_PHASES = (PHASE_SUCCEEDED, PHASE_FAILED)
+
+# Container waiting reasons that are "in progress", not a problem.
+BENIGN_WAITING_REASONS = ("ContainerCreating", "PodInitializing")
+# Waiting reasons that mean the pod will not start without a change by a human.
+DEFAULT_FATAL_WAITING_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName",
+                                 "CreateContainerConfigError")
+
+TRAINER_RANK_RE = re.compile(
+    r"trainfleet-rank:\s+rank=(?P<rank>\d+)\s+local_rank=(?P<local_rank>\d+)\s+"
+    r"world_size=(?P<world_size>\d+)\s+group_rank=(?P<group_rank>\d+)"
+    r"(?:\s+host=(?P<host>\S+))?")
+TRAINER_RESULT_RE = re.compile(r"trainfleet-result:\s*(?P<json>\{.*\})\s*$")
+# torch.distributed.elastic agent (LOGLEVEL=INFO): "[default] Rendezvous complete for workers.
+# Result:" followed by indented "key=value" lines (restart_count, master_addr, group_rank,
+# group_world_size, local_ranks, role_ranks, global_ranks, ...).
+TORCHRUN_RDZV_RE = re.compile(r"Rendezvous complete for workers")
+TORCHRUN_GROUP_RANK_RE = re.compile(r"(?<![a-z_])group_rank=(?P<group_rank>\d+)")
+TORCHRUN_GLOBAL_RANKS_RE = re.compile(r"global_ranks=\[(?P<ranks>[\d,\s]*)\]")
+TORCHRUN_RESTART_RE = re.compile(r"restart_count=(?P<restart_count>\d+)")
+
+METHOD_TRAINER = "trainer-log"
+METHOD_TORCHRUN = "torchrun-log"
+METHOD_FALLBACK = "fallback-master-0"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _get(obj, *path, **kwargs):
+    """Walk nested dicts; return default (None) when any step is missing."""
+    default = kwargs.get("default")
+    cur = obj
+    for key in path:
+        if not isinstance(cur, dict):
+            return default
+        cur = cur.get(key)
+        if cur is None:
+            return default
+    return cur
+
+
+def parse_time(value):
+    """RFC3339 (as the API server writes it) -> aware datetime, or None."""
+    if not value:
+        return None
+    if isinstance(value, datetime.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc)
+    text = str(value).strip()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    # Drop fractional seconds beyond microseconds (fromisoformat on 3.8-3.10 is strict).
+    match = re.match(r"^(.*T\d\d:\d\d:\d\d)(\.\d+)?(.*)$", text)
+    if match:
+        frac = (match.group(2) or "")[:7]
+        text = match.group(1) + frac + match.group(3)
+    try:
+        parsed = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+    return parsed
+
+
+def format_time(value):
+    """Aware datetime -> RFC3339 string with Z, or None."""
+    if value is None:
+        return None
+    return value.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def utcnow():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _to_int(value, default=None):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+# --------------------------------------------------------------------------- job status
+
+
+def job_conditions(job):
+    """status.conditions normalised to snake_case dicts, in the operator's order."""
+    result = []
+    for cond in _get(job, "status", "conditions", default=[]) or []:
+        if not isinstance(cond, dict):
+            continue
+        result.append({
+            "type": cond.get("type"),
+            "status": cond.get("status"),
+            "reason": cond.get("reason"),
+            "message": cond.get("message"),
+            "last_transition_time": cond.get("lastTransitionTime"),
+            "last_update_time": cond.get("lastUpdateTime"),
+        })
+    return result
+
+
+def _is_true(cond):
+    return str(cond.get("status", "")).lower() == "true"
+
+
+def job_phase(job):
+    """The job's phase from status.conditions.
+
+    Failed and Succeeded win whenever they are true (the operator never clears them).
+    Otherwise the latest true condition wins: the operator appends the newest condition at
+    the end, and lastTransitionTime breaks ties when a list was reordered by a client.
+    A job with no true condition yet (not reconciled) is Pending.
+    """
+    conds = [c for c in job_conditions(job) if _is_true(c) and c["type"] in CONDITION_TYPES]
+    types = set(c["type"] for c in conds)
+    if PHASE_FAILED in types:
+        return PHASE_FAILED
+    if PHASE_SUCCEEDED in types:
+        return PHASE_SUCCEEDED
+    if not conds:
+        return PHASE_PENDING
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    best_pos, best_time, best_type = -1, epoch, None
+    for pos, cond in enumerate(conds):
+        when = parse_time(cond["last_transition_time"]) or parse_time(cond["last_update_time"]) or epoch
+        if when > best_time or (when == best_time and pos > best_pos):
+            best_pos, best_time, best_type = pos, when, cond["type"]
+    return best_type
+
+
+def is_terminal_phase(phase):
+    return phase in TERMINAL_PHASES
+
+
+def is_terminal(job):
+    """True when the job Succeeded or Failed: both end a wait."""
+    return is_terminal_phase(job_phase(job))
+
+
+def phase_reached(job, wanted):
+    """True when the job is at `wanted` or beyond it.
+
+    `wanted` is "terminal" or a phase. A terminal job always ends a wait (a job that already
+    finished has passed Running; a job that failed never will).
+    """
+    phase = job_phase(job)
+    if is_terminal_phase(phase):
+        return True
+    if wanted in (None, "terminal"):
+        return False
+    if wanted == PHASE_CREATED:
+        return phase != PHASE_PENDING
+    return phase == wanted
+
+
+def job_condition(job, ctype):
+    for cond in job_conditions(job):
+        if cond["type"] == ctype:
+            return cond
+    return None
+
+
+def job_failure(job):
+    """{reason, message} of the Failed condition, or None when the job did not fail."""
+    if job_phase(job) != PHASE_FAILED:
+        return None
+    cond = None
+    for item in job_conditions(job):
+        if item["type"] == PHASE_FAILED and _is_true(item):
+            cond = item
+    return {"reason": cond.get("reason"), "message": cond.get("message")} if cond else None
+
+
+def replica_specs(job):
+    specs = _get(job, "spec", "pytorchReplicaSpecs", default={}) or {}
+    result = {}
+    for rtype, spec in specs.items():
+        spec = spec or {}
+        result[rtype] = {
+            "replicas": _to_int(spec.get("replicas"), 1),
+            "restart_policy": spec.get("restartPolicy"),
+        }
+    return result
+
+
+def replica_statuses(job):
+    """Per replica type (Master, Worker): replicas (spec), active, succeeded, failed."""
+    specs = replica_specs(job)
+    statuses = _get(job, "status", "replicaStatuses", default={}) or {}
+    result = {}
+    for rtype in sorted(set(specs) | set(statuses)):
+        status = statuses.get(rtype) or {}
+        result[rtype] = {
+            "replicas": specs.get(rtype, {}).get("replicas"),
+            "active": _to_int(status.get("active"), 0),
+            "succeeded": _to_int(status.get("succeeded"), 0),
+            "failed": _to_int(status.get("failed"), 0),
+        }
+    return result
+
+
+def job_times(job, now=None):
+    """start_time, completion_time (RFC3339), duration_seconds (only when finished) and
+    elapsed_seconds (start to completion, or to now while the job is not finished)."""
+    start = parse_time(_get(job, "status", "startTime"))
+    end = parse_time(_get(job, "status", "completionTime"))
+    phase = job_phase(job)
+    if end is None and is_terminal_phase(phase):
+        # Failed jobs do not always get completionTime: use the terminal condition's time.
+        cond = job_condition(job, phase)
+        if cond:
+            end = parse_time(cond["last_transition_time"])
+    duration = elapsed = None
+    if start is not None:
+        if end is not None:
+            duration = max(0.0, (end - start).total_seconds())
+            elapsed = duration
+        else:
+            elapsed = max(0.0, ((now or utcnow()) - start).total_seconds())
+    return {
+        "start_time": format_time(start),
+        "completion_time": format_time(end),
+        "duration_seconds": duration,
+        "elapsed_seconds": elapsed,
+    }
+
+
+# --------------------------------------------------------------------------- pods
+
+
+def pod_label_selector(job_name, replica_type=None, replica_index=None):
+    """Label selector for the pods the operator created for a job."""
+    parts = ["%s=%s" % (LABEL_JOB_NAME, job_name)]
+    if replica_type is not None:
+        parts.append("%s=%s" % (LABEL_REPLICA_TYPE, str(replica_type).lower()))
+    if replica_index is not None:
+        parts.append("%s=%s" % (LABEL_REPLICA_INDEX, replica_index))
+    return ",".join(parts)
+
+
+def pod_belongs_to_job(pod, job_name):
+    """Labels must name the job; owner references, when present, must point at a PyTorchJob
+    of that name (another job kind with the same name shares the job-name label)."""
+    labels = _get(pod, "metadata", "labels", default={}) or {}
+    if labels.get(LABEL_JOB_NAME) != job_name:
+        return False
+    owners = _get(pod, "metadata", "ownerReferences", default=[]) or []
+    controllers = [o for o in owners if o.get("controller")]
+    if not controllers:
+        return True
+    return any(o.get("kind") == KIND and o.get("name") == job_name for o in controllers)
+
+
+def _container_entry(status, init):
+    state = status.get("state") or {}
+    last = status.get("lastState") or {}
+    entry = {
+        "name": status.get("name"),
+        "init": init,
+        "ready": bool(status.get("ready")),
+        "restarts": _to_int(status.get("restartCount"), 0),
+        "state": None,
+        "reason": None,
+        "message": None,
+        "exit_code": None,
+        "started_at": None,
+        "finished_at": None,
+        "last_reason": None,
+        "last_exit_code": None,
+        "last_finished_at": None,
+    }
+    for key in ("waiting", "running", "terminated"):
+        if state.get(key) is not None:
+            entry["state"] = key
+            detail = state.get(key) or {}
+            entry["reason"] = detail.get("reason")
+            entry["message"] = detail.get("message")
+            entry["exit_code"] = _to_int(detail.get("exitCode"))
+            entry["started_at"] = detail.get("startedAt")
+            entry["finished_at"] = detail.get("finishedAt")
+            break
+    last_term = last.get("terminated") or None
+    if last_term:
+        entry["last_reason"] = last_term.get("reason")
+        entry["last_exit_code"] = _to_int(last_term.get("exitCode"))
+        entry["last_finished_at"] = last_term.get("finishedAt")
+    return entry
+
+
+def _container_problem(entry):
+    """(reason, exit_code) when a container shows a problem, else None."""
+    if entry["state"] == "waiting" and entry["reason"] and entry["reason"] not in BENIGN_WAITING_REASONS:
+        exit_code = entry["last_exit_code"] if entry["last_exit_code"] is not None else None
+        return entry["reason"], exit_code
+    if entry["state"] == "terminated" and entry["exit_code"] not in (None, 0):
+        return entry["reason"] or "Error", entry["exit_code"]
+    return None
+
+
+def pod_summary(pod):
+    """name, replica type/index, node, phase, restarts, reason, exit_code, containers."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    labels = meta.get("labels") or {}
+    init = [_container_entry(s, True) for s in status.get("initContainerStatuses") or []]
+    main = [_container_entry(s, False) for s in status.get("containerStatuses") or []]
+    containers = init + main
+
+    reason = container = exit_code = None
+    # 1. a container stuck waiting (ImagePullBackOff, CrashLoopBackOff, ...) or one that
+    #    terminated non-zero (Error, OOMKilled); main containers first, then init ones.
+    for entry in main + init:
+        problem = _container_problem(entry)
+        if problem:
+            reason, exit_code = problem
+            container = entry["name"]
+            break
+    # 2. pod-level reason (Evicted, DeadlineExceeded, ...)
+    if reason is None and status.get("reason"):
+        reason = status.get("reason")
+    # 3. a clean exit of the main container
+    if reason is None:
+        for entry in main:
+            if entry["state"] == "terminated":
+                reason, exit_code, container = entry["reason"] or "Completed", entry["exit_code"], entry["name"]
+                break
+    # 4. the last restart's reason (e.g. OOMKilled on a container running again)
+    last_reason = last_exit_code = None
+    for entry in main:
+        if entry["last_reason"]:
+            last_reason, last_exit_code = entry["last_reason"], entry["last_exit_code"]
+            break
+
+    return {
+        "name": meta.get("name"),
+        "namespace": meta.get("namespace"),
+        "replica_type": labels.get(LABEL_REPLICA_TYPE),
+        "replica_index": _to_int(labels.get(LABEL_REPLICA_INDEX)),
+        "job_role": labels.get(LABEL_JOB_ROLE),
+        "node": spec.get("nodeName"),
+        "phase": status.get("phase"),
+        "pod_ip": status.get("podIP"),
+        "start_time": status.get("startTime"),
+        "restarts": sum(e["restarts"] for e in main),
+        "ready": bool(main) and all(e["ready"] for e in main),
+        "reason": reason,
+        "message": status.get("message"),
+        "container": container,
+        "exit_code": exit_code,
+        "last_reason": last_reason,
+        "last_exit_code": last_exit_code,
+        "containers": containers,
+    }
+
+
+def replica_sort_key(summary):
+    rtype = summary.get("replica_type") or ""
+    # master first, then worker, then anything else; then by index
+    order = {"master": 0, "worker": 1}.get(rtype, 2)
+    index = summary.get("replica_index")
+    return (order, rtype, index if index is not None else 1 << 30, summary.get("name") or "")
+
+
+def sort_pod_summaries(summaries):
+    return sorted(summaries, key=replica_sort_key)
+
+
+def pod_has_fatal_reason(summary, reasons=DEFAULT_FATAL_WAITING_REASONS):
+    """True when any container of the pod waits for one of `reasons`."""
+    for entry in summary.get("containers") or []:
+        if entry["state"] == "waiting" and entry["reason"] in reasons:
+            return True
+    return False
+
+
+def failing_pod(summaries):
+    """The pod that most likely caused a failure, with its failing container.
+
+    Preference: the earliest non-zero termination of a training container (the first
+    failure; the others are usually killed as a consequence), then a container waiting on a
+    problem (ImagePullBackOff, CrashLoopBackOff, ...), then an earlier crash seen in
+    lastState, then a pod-level reason. Returns (summary, container entry) or (None, None).
+    """
+    terminated = []
+    waiting = []
+    restarted = []
+    pod_level = []
+    for summary in summaries:
+        for entry in summary.get("containers") or []:
+            if entry["state"] == "terminated" and entry["exit_code"] not in (None, 0):
+                terminated.append((parse_time(entry["finished_at"]) or utcnow(), not entry["init"],
+                                   summary, entry))
+            elif entry["state"] == "waiting" and entry["reason"] and \
+                    entry["reason"] not in BENIGN_WAITING_REASONS:
+                waiting.append((summary, entry))
+            elif entry["last_exit_code"] not in (None, 0):
+                restarted.append((parse_time(entry["last_finished_at"]) or utcnow(), summary, entry))
+        if summary.get("phase") == "Failed" and summary.get("reason"):
+            pod_level.append(summary)
+    if terminated:
+        terminated.sort(key=lambda item: (item[0], not item[1]))
+        return terminated[0][2], terminated[0][3]
+    if waiting:
+        return waiting[0]
+    if restarted:
+        restarted.sort(key=lambda item: item[0])
+        return restarted[0][1], restarted[0][2]
+    if pod_level:
+        return pod_level[0], None
+    return None, None
+
+
+def job_summary(job, pods=None, now=None):
+    """Everything pytorchjob_info returns for one job (pods: raw pod dicts)."""
+    meta = job.get("metadata") or {}
+    name = meta.get("name")
+    phase = job_phase(job)
+    summaries = sort_pod_summaries(
+        [pod_summary(p) for p in (pods or []) if pod_belongs_to_job(p, name)])
+    result = {
+        "name": name,
+        "namespace": meta.get("namespace"),
+        "uid": meta.get("uid"),
+        "creation_timestamp": meta.get("creationTimestamp"),
+        "labels": meta.get("labels") or {},
+        "phase": phase,
+        "terminal": is_terminal_phase(phase),
+        "conditions": job_conditions(job),
+        "replica_statuses": replica_statuses(job),
+        "restarts": sum(s["restarts"] for s in summaries),
+        "pods": summaries,
+        "failure": None,
+    }
+    result.update(job_times(job, now=now))
+    failure = job_failure(job)
+    if failure:
+        pod, container = failing_pod(summaries)
+        failure.update({
+            "pod": pod["name"] if pod else None,
+            "container": container["name"] if container else (pod or {}).get("container"),
+            "container_reason": container["reason"] if container else (pod or {}).get("reason"),
+            "exit_code": (container["exit_code"] if container and container["exit_code"] is not None
+                          else (container or {}).get("last_exit_code")),
+            "log_tail": [],
+            "events": [],
+        })
+        result["failure"] = failure
+    return result
+
+
+def pods_with_problems(summaries, reasons=DEFAULT_FATAL_WAITING_REASONS):
+    return [s for s in summaries if pod_has_fatal_reason(s, reasons)]
+
+
+# --------------------------------------------------------------------------- events
+
+
+def event_summary(event):
+    involved = event.get("involvedObject") or event.get("regarding") or {}
+    meta = event.get("metadata") or {}
+    when = (event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
+            or meta.get("creationTimestamp"))
+    return {
+        "time": when,
+        "type": event.get("type"),
+        "reason": event.get("reason"),
+        "object": "%s/%s" % (involved.get("kind"), involved.get("name")),
+        "message": event.get("message") or event.get("note"),
+        "count": _to_int(event.get("count") or _get(event, "series", "count"), 1),
+    }
+
+
+def recent_events(events, limit=20):
+    """Event summaries, oldest first, the last `limit` of them."""
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    summaries = [event_summary(e) for e in events or []]
+    summaries.sort(key=lambda e: parse_time(e["time"]) or epoch)
+    return summaries[-limit:] if limit else summaries
+
+
+# --------------------------------------------------------------------------- rank 0
+
+
+def parse_rank_lines(lines):
+    """What one pod's log says about ranks.
+
+    Returns a dict:
+      trainer: from `trainfleet-rank:` lines of the latest round (the last world size and
+        group rank printed): ranks (sorted global ranks), group_rank, world_size, hosts;
+        None when no such line.
+      torchrun: from the elastic agent's latest "Rendezvous complete" block: group_rank,
+        global_ranks, restart_count; None when not found.
+    The latest round counts because an elastic restart re-runs the rendezvous and may hand
+    out different ranks.
+    """
+    trainer_lines = []
+    torchrun = None
+    in_block = False
+    block = None
+    for line in lines:
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", "replace")
+        match = TRAINER_RANK_RE.search(line)
+        if match:
+            trainer_lines.append(match.groupdict())
+            continue
+        if TORCHRUN_RDZV_RE.search(line):
+            in_block = True
+            block = {"group_rank": None, "global_ranks": None, "restart_count": None}
+            # the agent may print the block on one line when a handler joins it
+            _torchrun_fields(line, block)
+            continue
+        if in_block:
+            if _torchrun_fields(line, block):
+                if block["group_rank"] is not None:
+                    torchrun = dict(block)
+                continue
+            if block["group_rank"] is not None:
+                torchrun = dict(block)
+            in_block = False
+        elif "group_rank=" in line and "trainfleet-" not in line:
+            # any other torchrun line that reveals the node's group rank
+            single = {"group_rank": None, "global_ranks": None, "restart_count": None}
+            if _torchrun_fields(line, single) and single["group_rank"] is not None:
+                torchrun = single
+    if in_block and block and block["group_rank"] is not None:
+        torchrun = dict(block)
+
+    trainer = None
+    if trainer_lines:
+        last = trainer_lines[-1]
+        world, group = last["world_size"], last["group_rank"]
+        same_round = [t for t in trainer_lines if t["world_size"] == world and t["group_rank"] == group]
+        trainer = {
+            "ranks": sorted(set(int(t["rank"]) for t in same_round)),
+            "group_rank": int(group),
+            "world_size": int(world),
+            "hosts": sorted(set(t["host"] for t in same_round if t.get("host"))),
+        }
+    return {"trainer": trainer, "torchrun": torchrun}
+
+
+def _torchrun_fields(line, block):
+    found = False
+    match = TORCHRUN_GROUP_RANK_RE.search(line)
+    if match:
+        block["group_rank"] = int(match.group("group_rank"))
+        found = True
+    match = TORCHRUN_GLOBAL_RANKS_RE.search(line)
+    if match:
+        block["global_ranks"] = [int(x) for x in re.findall(r"\d+", match.group("ranks"))]
+        found = True
+    match = TORCHRUN_RESTART_RE.search(line)
+    if match:
+        block["restart_count"] = int(match.group("restart_count"))
+        found = True
+    if not found and re.match(r"^\s*(\[[^\]]*\]\s*)?\s*[a-z_]+=", line):
+        # other key=value lines of the block (master_addr=, local_ranks=, ...)
+        found = True
+    return found
+
+
+def pod_ranks(info):
+    """(ranks, group_rank, source) for one pod from parse_rank_lines' result."""
+    if info.get("trainer"):
+        return info["trainer"]["ranks"], info["trainer"]["group_rank"], METHOD_TRAINER
+    if info.get("torchrun"):
+        tr = info["torchrun"]
+        return tr.get("global_ranks") or [], tr.get("group_rank"), METHOD_TORCHRUN
+    return [], None, None
+
+
+def _holds_rank(info, rank, method):
+    if method == METHOD_TRAINER:
+        data = info.get("trainer")
+        if not data:
+            return False
+        return rank in data["ranks"] or (rank == 0 and data["group_rank"] == 0)
+    data = info.get("torchrun")
+    if not data:
+        return False
+    if data.get("global_ranks"):
+        return rank in data["global_ranks"]
+    # without global ranks, global rank 0 always lives on group rank 0
+    return rank == 0 and data.get("group_rank") == 0
+
+
+def _pod_started(summary):
+    latest = None
+    for entry in summary.get("containers") or []:
+        when = parse_time(entry.get("started_at"))
+        if when and (latest is None or when > latest):
+            latest = when
+    return latest or parse_time(summary.get("start_time"))
+
+
+def fallback_rank0_pod(summaries):
+    """master-0 (job-role=master), else the lowest-index worker."""
+    ordered = sort_pod_summaries(summaries)
+    for summary in ordered:
+        if summary.get("job_role") == "master" or summary.get("replica_type") == "master":
+            if summary.get("replica_index") in (0, None):
+                return summary
+    return ordered[0] if ordered else None
+
+
+def find_rank0(summaries, rank_infos):
+    """Pick the pod that ran global rank 0.
+
+    summaries: pod summaries; rank_infos: {pod name: parse_rank_lines(...)}.
+    Decides by the trainer's own rank lines first, then torchrun's rendezvous result, then
+    falls back to master-0. When several pods claim rank 0 (stale logs from before an elastic
+    restart), the most recently started one wins.
+    Returns {"pod": summary or None, "method": ..., "candidates": [names]}.
+    """
+    for method in (METHOD_TRAINER, METHOD_TORCHRUN):
+        candidates = [s for s in summaries
+                      if _holds_rank(rank_infos.get(s["name"]) or {}, 0, method)]
+        if candidates:
+            epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+            candidates.sort(key=lambda s: (_pod_started(s) or epoch, s["name"]), reverse=True)
+            return {"pod": candidates[0], "method": method,
+                    "candidates": sorted(s["name"] for s in candidates)}
+    pod = fallback_rank0_pod(summaries)
+    return {"pod": pod, "method": METHOD_FALLBACK if pod else None,
+            "candidates": [pod["name"]] if pod else []}
+
+
+def parse_trainer_result(lines):
+    """The JSON of the last `trainfleet-result:` line, or None."""
+    result = None
+    for line in lines:
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", "replace")
+        match = TRAINER_RESULT_RE.search(line)
+        if match:
+            try:
+                value = json.loads(match.group("json"))
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                result = value
+    return result
+
+
+def log_file_name(summary, ranks):
+    """<replica type>-<index>-rank<R>.log (ranks<A>-<B> for several, rank-unknown when
+    nothing said)."""
+    rtype = summary.get("replica_type") or "pod"
+    index = summary.get("replica_index")
+    base = "%s-%s" % (rtype, index if index is not None else summary.get("name"))
+    if not ranks:
+        tag = "rank-unknown"
+    elif len(ranks) == 1:
+        tag = "rank%d" % ranks[0]
+    else:
+        tag = "ranks%d-%d" % (min(ranks), max(ranks))
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", "%s-%s.log" % (base, tag))
+
+
+# --------------------------------------------------------------------------- bounded text
+
+
+class TailBuffer(object):
+    """Keeps the last `limit` bytes of a byte stream in bounded memory.
+
+    Chunks are appended; once the buffer holds more than twice the limit it is cut back to
+    the limit, so memory stays at most ~3x the limit whatever the stream's size.
+    limit None keeps everything; limit 0 keeps nothing (only counts).
+    """
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.total = 0
+        self._buf = bytearray()
+
+    def feed(self, chunk):
+        if not chunk:
+            return
+        self.total += len(chunk)
+        if self.limit == 0:
+            return
+        self._buf.extend(chunk)
+        if self.limit is not None and len(self._buf) > 2 * self.limit + 1:
+            # keep one byte more than the limit: it tells whether the window starts a line
+            del self._buf[:len(self._buf) - self.limit - 1]
+
+    @property
+    def truncated(self):
+        return self.limit is not None and self.total > self.limit
+
+    def value(self):
+        """The kept bytes; when cut, starts at the first full line."""
+        data = bytes(self._buf)
+        if self.limit is None or len(data) <= self.limit:
+            return data
+        previous = data[len(data) - self.limit - 1:len(data) - self.limit]
+        data = data[len(data) - self.limit:]
+        if previous != b"\n":
+            newline = data.find(b"\n")
+            if 0 <= newline < len(data) - 1:
+                data = data[newline + 1:]
+        return data
+
+    def text(self):
+        return self.value().decode("utf-8", "replace")

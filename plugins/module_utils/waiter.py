@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# Copyright: trainfleet developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Wait for a PyTorchJob with the watch API, bounded by a monotonic deadline.
+
+Succeeded and Failed both end the wait (a failed job does not wait out the timeout). While
+waiting, every phase change is recorded as a transition (and passed to on_transition, which
+the module uses to log it as it happens). The job watch runs in rounds of at most
+check_interval seconds; between rounds the job's pods are checked for waiting reasons that
+never resolve on their own (ImagePullBackOff, ...), so a job that can never start fails fast
+too instead of sitting in Created until the timeout.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import (
+    JobNotFoundError,
+    WatchExpiredError,
+)
+
+OUTCOME_REACHED = "reached"
+OUTCOME_FAILED = "failed"
+OUTCOME_POD_PROBLEM = "pod_problem"
+OUTCOME_TIMEOUT = "timeout"
+
+
+class WaitResult(object):
+    def __init__(self, job, outcome, transitions, elapsed, problem_pods=None):
+        self.job = job
+        self.outcome = outcome
+        self.transitions = transitions
+        self.elapsed = elapsed
+        self.problem_pods = problem_pods or []
+
+    @property
+    def phase(self):
+        return pj.job_phase(self.job)
+
+
+class JobWaiter(object):
+    """wait(): drive the watch until the wanted phase, a terminal phase, a fatal pod reason
+    or the deadline, whichever comes first."""
+
+    def __init__(self, service, namespace, name, wanted="terminal", timeout=3600,
+                 check_interval=10, fatal_reasons=pj.DEFAULT_FATAL_WAITING_REASONS,
+                 on_transition=None, clock=time.monotonic, now=pj.utcnow, sleep=time.sleep):
+        self.service = service
+        self.namespace = namespace
+        self.name = name
+        self.wanted = wanted
+        self.timeout = timeout
+        self.check_interval = max(1, check_interval)
+        self.fatal_reasons = tuple(fatal_reasons or ())
+        self.on_transition = on_transition
+        self.clock = clock
+        self.now = now
+        self.sleep = sleep
+        self.transitions = []
+        self._start = None
+        self._last_phase = None
+
+    def _elapsed(self):
+        return round(self.clock() - self._start, 3)
+
+    def _record(self, job):
+        phase = pj.job_phase(job)
+        if phase == self._last_phase:
+            return
+        self._last_phase = phase
+        cond = pj.job_condition(job, phase) or {}
+        transition = {
+            "time": pj.format_time(self.now()),
+            "elapsed_seconds": self._elapsed(),
+            "phase": phase,
+            "reason": cond.get("reason"),
+            "message": cond.get("message"),
+        }
+        self.transitions.append(transition)
+        if self.on_transition:
+            self.on_transition(transition)
+
+    def _result(self, job, outcome, problem_pods=None):
+        return WaitResult(job, outcome, self.transitions, self._elapsed(), problem_pods)
+
+    def _check_pods(self):
+        if not self.fatal_reasons:
+            return []
+        pods = [p for p in self.service.list_pods(self.namespace, self.name)
+                if pj.pod_belongs_to_job(p, self.name)]
+        return pj.pods_with_problems([pj.pod_summary(p) for p in pods], self.fatal_reasons)
+
+    def _outcome(self, job):
+        if pj.job_phase(job) == pj.PHASE_FAILED:
+            return OUTCOME_FAILED
+        if pj.phase_reached(job, self.wanted):
+            return OUTCOME_REACHED
+        return None
+
+    def wait(self):
+        self._start = self.clock()
+        deadline = self._start + self.timeout
+        job = self.service.get_job(self.namespace, self.name)
+        self._record(job)
+        while True:
+            outcome = self._outcome(job)
+            if outcome:
+                return self._result(job, outcome)
+            problems = self._check_pods()
+            if problems:
+                return self._result(job, OUTCOME_POD_PROBLEM, problems)
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                return self._result(job, OUTCOME_TIMEOUT)
+            resource_version = (job.get("metadata") or {}).get("resourceVersion")
+            round_start = self.clock()
+            events = None
+            try:
+                events = self.service.watch_job(self.namespace, self.name, resource_version,
+                                                min(remaining, self.check_interval))
+                for event_type, obj in events:
+                    if event_type == "DELETED":
+                        raise JobNotFoundError(
+                            "PyTorchJob %s/%s was deleted while waiting for it." % (self.namespace, self.name),
+                            transitions=self.transitions)
+                    if event_type not in ("ADDED", "MODIFIED") or not isinstance(obj, dict):
+                        continue
+                    job = obj
+                    self._record(job)
+                    if self._outcome(job) or self.clock() >= deadline:
+                        break
+            except WatchExpiredError:
+                # resourceVersion too old: read the job again and watch from there
+                job = self.service.get_job(self.namespace, self.name)
+                self._record(job)
+            finally:
+                close = getattr(events, "close", None)
+                if close:
+                    close()
+            if self.clock() - round_start < 1 and not self._outcome(job):
+                # a watch that returns at once must not turn into a busy loop
+                self.sleep(min(1, max(0, deadline - self.clock())))

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# make test and its parts. Each suite writes a JUnit report to out/test-reports/; the final
+# check fails the run when a suite executed no test (a green run must have tested something).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+REPORTS=$ROOT/out/test-reports
+mkdir -p "$REPORTS"
+export ANSIBLE_CONFIG=$ROOT/ansible.cfg
+export PYTHONDONTWRITEBYTECODE=1
+
+step() { printf '\n==> %s (%s)\n' "$1" "$(date +%H:%M:%S)"; }
+
+run_lint() {
+  step "ansible-lint (production profile)"
+  ansible-lint --profile production --format full
+}
+
+run_sanity() {
+  step "ansible-test sanity"
+  bash scripts/sanity.sh
+}
+
+run_unit() {
+  step "pytest tests/unit"
+  python -m pytest -q tests/unit --junitxml="$REPORTS/unit.xml"
+}
+
+run_trainer() {
+  step "pytest trainer/tests"
+  python -m pytest -q trainer/tests --junitxml="$REPORTS/trainer.xml"
+}
+
+run_molecule() {
+  local scenarios=()
+  for d in molecule/*/; do
+    [ -f "$d/molecule.yml" ] && scenarios+=("$(basename "$d")")
+  done
+  for s in "${scenarios[@]}"; do
+    step "molecule test -s $s"
+    molecule test -s "$s"
+    echo "<testsuite name=\"molecule-$s\" tests=\"1\" failures=\"0\"><testcase name=\"$s\"/></testsuite>" > "$REPORTS/molecule-$s.xml"
+  done
+}
+
+check_reports() {
+  step "test count"
+  python scripts/count_tests.py "$REPORTS"
+}
+
+case "${1:-all}" in
+  lint) run_lint ;;
+  sanity) run_sanity ;;
+  unit) run_unit ;;
+  trainer) run_trainer ;;
+  molecule) run_molecule ;;
+  all)
+    rm -rf "$REPORTS"; mkdir -p "$REPORTS"
+    start=$(date +%s)
+    run_lint
+    run_sanity
+    run_unit
+    run_trainer
+    run_molecule
+    check_reports
+    echo "make test: all suites passed in $(( $(date +%s) - start ))s"
+    ;;
+  *) echo "usage: $0 [all|lint|sanity|unit|trainer|molecule]" >&2; exit 2 ;;
+esac

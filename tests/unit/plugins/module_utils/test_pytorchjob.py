@@ -1,0 +1,419 @@
+# -*- coding: utf-8 -*-
+"""PyTorchJob semantics on YAML fixtures: phases, terminal, replicas, pods, rank 0."""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "pytorchjob")
+
+
+def load(kind, name):
+    with open(os.path.join(FIXTURES, kind, name + ".yaml")) as handle:
+        return yaml.safe_load(handle)
+
+
+def log_lines(name):
+    with open(os.path.join(FIXTURES, "logs", name + ".log")) as handle:
+        return handle.read().splitlines()
+
+
+NOW = datetime.datetime(2025, 1, 1, 10, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+# ------------------------------------------------------------------ phases
+
+
+@pytest.mark.parametrize("fixture,phase,terminal", [
+    ("pending", "Pending", False),
+    ("created", "Created", False),
+    ("running", "Running", False),
+    ("restarting", "Restarting", False),
+    ("running_after_restart", "Running", False),
+    ("succeeded", "Succeeded", True),
+    ("failed", "Failed", True),
+    ("failed_backoff", "Failed", True),
+    ("suspended", "Suspended", False),
+    ("reordered", "Running", False),
+])
+def test_phase_and_terminal(fixture, phase, terminal):
+    job = load("jobs", fixture)
+    assert pj.job_phase(job) == phase
+    assert pj.is_terminal(job) is terminal
+
+
+def test_latest_true_condition_wins_by_position_when_times_equal():
+    job = {"status": {"conditions": [
+        {"type": "Created", "status": "True", "lastTransitionTime": "2025-01-01T10:00:00Z"},
+        {"type": "Running", "status": "True", "lastTransitionTime": "2025-01-01T10:00:00Z"},
+    ]}}
+    assert pj.job_phase(job) == "Running"
+
+
+def test_false_conditions_are_ignored_and_unknown_types_skipped():
+    job = {"status": {"conditions": [
+        {"type": "Created", "status": "True"},
+        {"type": "Running", "status": "False"},
+        {"type": "SomethingNew", "status": "True"},
+    ]}}
+    assert pj.job_phase(job) == "Created"
+
+
+@pytest.mark.parametrize("fixture,wanted,reached", [
+    ("created", "terminal", False),
+    ("created", "Created", True),
+    ("pending", "Created", False),
+    ("running", "Running", True),
+    ("created", "Running", False),
+    ("succeeded", "Running", True),   # finished: the wait is over
+    ("failed", "Running", True),
+    ("restarting", "Running", False),
+    ("suspended", "Suspended", True),
+    ("succeeded", "terminal", True),
+])
+def test_phase_reached(fixture, wanted, reached):
+    assert pj.phase_reached(load("jobs", fixture), wanted) is reached
+
+
+def test_failure_reason_and_message():
+    failure = pj.job_failure(load("jobs", "failed"))
+    assert failure == {"reason": "PyTorchJobFailed",
+                       "message": "PyTorchJob training/mnist is failed because 1 Worker replica(s) failed."}
+    assert pj.job_failure(load("jobs", "failed_backoff"))["reason"] == "BackoffLimitExceeded"
+    assert pj.job_failure(load("jobs", "succeeded")) is None
+
+
+def test_replica_statuses_merge_spec_and_status():
+    assert pj.replica_statuses(load("jobs", "running")) == {
+        "Master": {"replicas": 1, "active": 1, "succeeded": 0, "failed": 0},
+        "Worker": {"replicas": 2, "active": 2, "succeeded": 0, "failed": 0},
+    }
+    assert pj.replica_statuses(load("jobs", "failed"))["Worker"] == {
+        "replicas": 2, "active": 1, "succeeded": 0, "failed": 1}
+    assert pj.replica_statuses(load("jobs", "pending"))["Worker"]["active"] == 0
+
+
+def test_times_succeeded():
+    times = pj.job_times(load("jobs", "succeeded"), now=NOW)
+    assert times == {"start_time": "2025-01-01T10:00:01Z", "completion_time": "2025-01-01T10:05:01Z",
+                     "duration_seconds": 300.0, "elapsed_seconds": 300.0}
+
+
+def test_times_running_uses_now():
+    times = pj.job_times(load("jobs", "running"), now=NOW)
+    assert times["duration_seconds"] is None
+    assert times["completion_time"] is None
+    assert times["elapsed_seconds"] == 60.0
+
+
+def test_times_failed_without_completion_time_uses_failed_condition():
+    times = pj.job_times(load("jobs", "failed"), now=NOW)
+    assert times["completion_time"] == "2025-01-01T10:02:01Z"
+    assert times["duration_seconds"] == 120.0
+
+
+def test_times_not_started():
+    assert pj.job_times(load("jobs", "pending"))["elapsed_seconds"] is None
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("2025-01-01T10:00:01Z", "2025-01-01T10:00:01Z"),
+    ("2025-01-01T10:00:01.123456789Z", "2025-01-01T10:00:01Z"),
+    ("2025-01-01T11:00:01+01:00", "2025-01-01T10:00:01Z"),
+    ("2025-01-01T10:00:01", "2025-01-01T10:00:01Z"),
+])
+def test_parse_time(value, expected):
+    assert pj.format_time(pj.parse_time(value)) == expected
+
+
+def test_parse_time_bad_values():
+    assert pj.parse_time(None) is None
+    assert pj.parse_time("yesterday") is None
+
+
+# ------------------------------------------------------------------ pods
+
+
+def test_pod_selector():
+    assert pj.pod_label_selector("mnist") == "training.kubeflow.org/job-name=mnist"
+    assert pj.pod_label_selector("mnist", "Master", 0) == (
+        "training.kubeflow.org/job-name=mnist,training.kubeflow.org/replica-type=master,"
+        "training.kubeflow.org/replica-index=0")
+
+
+def test_pod_belongs_to_job():
+    assert pj.pod_belongs_to_job(load("pods", "running_master"), "mnist")
+    assert not pj.pod_belongs_to_job(load("pods", "running_master"), "other")
+    assert not pj.pod_belongs_to_job(load("pods", "other_kind"), "mnist")
+    pod = load("pods", "running_worker1")
+    del pod["metadata"]["ownerReferences"]
+    assert pj.pod_belongs_to_job(pod, "mnist")
+
+
+def test_pod_summary_running_master():
+    summary = pj.pod_summary(load("pods", "running_master"))
+    assert summary["name"] == "mnist-master-0"
+    assert summary["replica_type"] == "master"
+    assert summary["replica_index"] == 0
+    assert summary["job_role"] == "master"
+    assert summary["node"] == "trainfleet-worker"
+    assert summary["phase"] == "Running"
+    assert summary["ready"] is True
+    assert summary["restarts"] == 0
+    assert summary["reason"] is None and summary["exit_code"] is None
+    assert summary["containers"][0]["state"] == "running"
+
+
+@pytest.mark.parametrize("fixture,reason,container,exit_code,restarts", [
+    ("imagepullbackoff", "ImagePullBackOff", "pytorch", None, 0),
+    ("errimagepull", "ErrImagePull", "pytorch", None, 0),
+    ("init_imagepullbackoff", "ImagePullBackOff", "init-pytorch", None, 0),
+    ("crashloopbackoff", "CrashLoopBackOff", "pytorch", 1, 4),
+    ("oomkilled", "OOMKilled", "pytorch", 137, 0),
+    ("error_worker1", "Error", "pytorch", 1, 0),
+    ("succeeded_master0", "Completed", "pytorch", 0, 0),
+    ("evicted", "Evicted", None, None, 0),
+])
+def test_pod_summary_reasons(fixture, reason, container, exit_code, restarts):
+    summary = pj.pod_summary(load("pods", fixture))
+    assert summary["reason"] == reason
+    assert summary["container"] == container
+    assert summary["exit_code"] == exit_code
+    assert summary["restarts"] == restarts
+
+
+def test_pod_summary_last_state_after_oom():
+    summary = pj.pod_summary(load("pods", "restarted_after_oom"))
+    assert summary["reason"] is None
+    assert summary["last_reason"] == "OOMKilled"
+    assert summary["last_exit_code"] == 137
+    assert summary["restarts"] == 1
+
+
+def test_pod_summary_of_empty_pod():
+    summary = pj.pod_summary({"metadata": {"name": "x"}})
+    assert summary["name"] == "x" and summary["containers"] == [] and summary["ready"] is False
+
+
+def test_fatal_reasons():
+    assert pj.pod_has_fatal_reason(pj.pod_summary(load("pods", "imagepullbackoff")))
+    assert pj.pod_has_fatal_reason(pj.pod_summary(load("pods", "init_imagepullbackoff")))
+    assert not pj.pod_has_fatal_reason(pj.pod_summary(load("pods", "crashloopbackoff")))
+    assert pj.pod_has_fatal_reason(pj.pod_summary(load("pods", "crashloopbackoff")), ["CrashLoopBackOff"])
+    assert not pj.pod_has_fatal_reason(pj.pod_summary(load("pods", "running_master")))
+
+
+def test_failing_pod_prefers_earliest_termination():
+    summaries = [pj.pod_summary(load("pods", n))
+                 for n in ("error_worker0_later", "error_worker1", "running_master")]
+    pod, container = pj.failing_pod(summaries)
+    assert pod["name"] == "mnist-worker-1"
+    assert container["exit_code"] == 1
+
+
+def test_failing_pod_waiting_then_restarted_then_pod_level():
+    pod, container = pj.failing_pod([pj.pod_summary(load("pods", "crashloopbackoff"))])
+    assert (pod["name"], container["reason"]) == ("mnist-worker-0", "CrashLoopBackOff")
+    pod, container = pj.failing_pod([pj.pod_summary(load("pods", "restarted_after_oom"))])
+    assert container["last_reason"] == "OOMKilled"
+    pod, container = pj.failing_pod([pj.pod_summary(load("pods", "evicted"))])
+    assert pod["reason"] == "Evicted" and container is None
+    assert pj.failing_pod([pj.pod_summary(load("pods", "running_master"))]) == (None, None)
+
+
+def test_job_summary_succeeded():
+    pods = [load("pods", n) for n in ("succeeded_worker1", "succeeded_master0", "succeeded_worker0",
+                                       "other_kind")]
+    summary = pj.job_summary(load("jobs", "succeeded"), pods, now=NOW)
+    assert summary["phase"] == "Succeeded" and summary["terminal"] is True
+    assert [p["name"] for p in summary["pods"]] == ["mnist-master-0", "mnist-worker-0", "mnist-worker-1"]
+    assert summary["duration_seconds"] == 300.0
+    assert summary["failure"] is None
+    assert summary["labels"] == {"app.kubernetes.io/part-of": "trainfleet"}
+    assert summary["conditions"][-1]["type"] == "Succeeded"
+
+
+def test_job_summary_failed_names_the_failing_pod():
+    pods = [load("pods", n) for n in ("running_master", "error_worker0_later", "error_worker1")]
+    summary = pj.job_summary(load("jobs", "failed"), pods, now=NOW)
+    failure = summary["failure"]
+    assert failure["reason"] == "PyTorchJobFailed"
+    assert failure["pod"] == "mnist-worker-1"
+    assert failure["container"] == "pytorch"
+    assert failure["container_reason"] == "Error"
+    assert failure["exit_code"] == 1
+    assert failure["log_tail"] == [] and failure["events"] == []
+
+
+def test_job_summary_failed_after_restarts_reports_last_exit():
+    summary = pj.job_summary(load("jobs", "failed_backoff"), [load("pods", "crashloopbackoff")])
+    assert summary["failure"]["container_reason"] == "CrashLoopBackOff"
+    assert summary["failure"]["exit_code"] == 1
+    assert summary["restarts"] == 4
+
+
+def test_recent_events_sorted_and_limited():
+    events = [
+        {"involvedObject": {"kind": "Pod", "name": "a"}, "reason": "Pulled", "type": "Normal",
+         "lastTimestamp": "2025-01-01T10:00:05Z", "message": "ok", "count": 1},
+        {"involvedObject": {"kind": "Pod", "name": "a"}, "reason": "BackOff", "type": "Warning",
+         "lastTimestamp": "2025-01-01T10:00:09Z", "message": "Back-off pulling image", "count": 3},
+        {"regarding": {"kind": "PyTorchJob", "name": "mnist"}, "reason": "SuccessfulCreatePod",
+         "eventTime": "2025-01-01T10:00:01.000000Z", "note": "Created pod: a"},
+    ]
+    summaries = pj.recent_events(events, limit=2)
+    assert [e["reason"] for e in summaries] == ["Pulled", "BackOff"]
+    assert summaries[-1] == {"time": "2025-01-01T10:00:09Z", "type": "Warning", "reason": "BackOff",
+                             "object": "Pod/a", "message": "Back-off pulling image", "count": 3}
+    assert pj.recent_events(events, limit=0)[0]["object"] == "PyTorchJob/mnist"
+
+
+# ------------------------------------------------------------------ ranks
+
+
+def test_parse_rank_lines_trainer_and_torchrun():
+    info = pj.parse_rank_lines(log_lines("elastic_master0"))
+    assert info["trainer"] == {"ranks": [2, 3], "group_rank": 1, "world_size": 6, "hosts": ["mnist-master-0"]}
+    assert info["torchrun"] == {"group_rank": 1, "global_ranks": [2, 3], "restart_count": 0}
+
+
+def test_parse_rank_lines_latest_round_wins():
+    info = pj.parse_rank_lines(log_lines("restarted_master0"))
+    assert info["trainer"]["ranks"] == [1]
+    assert info["trainer"]["group_rank"] == 1
+    assert info["torchrun"] == {"group_rank": 1, "global_ranks": [1], "restart_count": 1}
+
+
+def test_parse_rank_lines_nothing():
+    assert pj.parse_rank_lines(log_lines("plain")) == {"trainer": None, "torchrun": None}
+    assert pj.parse_rank_lines([]) == {"trainer": None, "torchrun": None}
+
+
+def test_parse_rank_lines_bytes_and_single_line_torchrun():
+    info = pj.parse_rank_lines([b"[I] agent: group_rank=0 group_world_size=2 global_ranks=[0, 1]"])
+    assert info["torchrun"]["group_rank"] == 0
+    assert info["torchrun"]["global_ranks"] == [0, 1]
+
+
+def _summaries(*names):
+    return [pj.pod_summary(load("pods", n)) for n in names]
+
+
+def test_find_rank0_by_trainer_log_when_rank0_is_not_master():
+    summaries = _summaries("running_master", "running_worker0", "running_worker1")
+    infos = {
+        "mnist-master-0": pj.parse_rank_lines(log_lines("elastic_master0")),
+        "mnist-worker-0": pj.parse_rank_lines(log_lines("elastic_worker0")),
+        "mnist-worker-1": pj.parse_rank_lines(log_lines("elastic_worker1")),
+    }
+    decision = pj.find_rank0(summaries, infos)
+    assert decision["pod"]["name"] == "mnist-worker-1"
+    assert decision["method"] == "trainer-log"
+    assert decision["candidates"] == ["mnist-worker-1"]
+
+
+def test_find_rank0_by_torchrun_log():
+    summaries = _summaries("running_master", "running_worker0")
+    infos = {
+        "mnist-master-0": pj.parse_rank_lines(log_lines("torchrun_only_group1")),
+        "mnist-worker-0": pj.parse_rank_lines(log_lines("torchrun_only_group0")),
+    }
+    decision = pj.find_rank0(summaries, infos)
+    assert (decision["pod"]["name"], decision["method"]) == ("mnist-worker-0", "torchrun-log")
+
+
+def test_find_rank0_torchrun_group_rank_only():
+    summaries = _summaries("running_master", "running_worker0")
+    infos = {"mnist-worker-0": {"trainer": None,
+                                "torchrun": {"group_rank": 0, "global_ranks": None, "restart_count": None}}}
+    assert pj.find_rank0(summaries, infos)["pod"]["name"] == "mnist-worker-0"
+
+
+def test_find_rank0_fallback_master0():
+    summaries = _summaries("running_worker1", "running_worker0", "running_master")
+    decision = pj.find_rank0(summaries, {})
+    assert (decision["pod"]["name"], decision["method"]) == ("mnist-master-0", "fallback-master-0")
+
+
+def test_find_rank0_fallback_without_master_takes_worker0():
+    decision = pj.find_rank0(_summaries("running_worker1", "running_worker0"), {})
+    assert decision["pod"]["name"] == "mnist-worker-0"
+    assert pj.find_rank0([], {}) == {"pod": None, "method": None, "candidates": []}
+
+
+def test_find_rank0_several_claims_latest_started_wins():
+    # master-0 ran rank 0 before an elastic restart (stale), worker-0 started later and claims it too
+    summaries = _summaries("running_master", "restarted_after_oom")
+    claim = {"trainer": {"ranks": [0], "group_rank": 0, "world_size": 2, "hosts": []}, "torchrun": None}
+    decision = pj.find_rank0(summaries, {"mnist-master-0": claim, "mnist-worker-0": claim})
+    assert decision["pod"]["name"] == "mnist-worker-0"
+    assert decision["candidates"] == ["mnist-master-0", "mnist-worker-0"]
+
+
+def test_pod_ranks():
+    assert pj.pod_ranks(pj.parse_rank_lines(log_lines("elastic_worker1"))) == ([0, 1], 0, "trainer-log")
+    assert pj.pod_ranks(pj.parse_rank_lines(log_lines("torchrun_only_group1"))) == ([1], 1, "torchrun-log")
+    assert pj.pod_ranks({"trainer": None, "torchrun": None}) == ([], None, None)
+
+
+def test_parse_trainer_result():
+    result = pj.parse_trainer_result(log_lines("elastic_worker1"))
+    assert result["final_accuracy"] == 0.95
+    assert result["model_uri"] == "s3://trainfleet/models/mnist/model.pt"
+    assert pj.parse_trainer_result(["trainfleet-result: {not json}"]) is None
+    assert pj.parse_trainer_result([b'trainfleet-result: {"a": 1}']) == {"a": 1}
+
+
+@pytest.mark.parametrize("ranks,name", [
+    ([0], "worker-1-rank0.log"),
+    ([2, 3], "worker-1-ranks2-3.log"),
+    ([], "worker-1-rank-unknown.log"),
+])
+def test_log_file_name(ranks, name):
+    assert pj.log_file_name(pj.pod_summary(load("pods", "running_worker1")), ranks) == name
+
+
+# ------------------------------------------------------------------ bounded tail
+
+
+def test_tail_buffer_keeps_last_bytes_from_line_start():
+    tail = pj.TailBuffer(10)
+    for index in range(1000):
+        tail.feed(b"line%04d\n" % index)
+    assert tail.total == 9000
+    assert tail.truncated
+    assert tail.value() == b"line0999\n"
+    assert len(tail._buf) <= 21  # pylint: disable=protected-access
+
+
+def test_tail_buffer_window_starting_at_line_start_keeps_it():
+    tail = pj.TailBuffer(6)
+    tail.feed(b"aaaa\nbbbbb\n")
+    assert tail.value() == b"bbbbb\n"
+
+
+def test_tail_buffer_unbounded_and_zero():
+    tail = pj.TailBuffer(None)
+    tail.feed(b"abc")
+    tail.feed(b"")
+    assert tail.value() == b"abc" and not tail.truncated
+    zero = pj.TailBuffer(0)
+    zero.feed(b"abc")
+    assert zero.value() == b"" and zero.total == 3 and zero.truncated
+
+
+def test_tail_buffer_memory_bounded_for_large_stream():
+    tail = pj.TailBuffer(1024)
+    chunk = b"x" * 65535 + b"\n"
+    for _ in range(3200):  # 200 MiB streamed
+        tail.feed(chunk)
+    assert tail.total == 3200 * 65536
+    assert len(tail._buf) <= 3 * 1024 + 65536  # pylint: disable=protected-access
+    # no full line fits in the last 1 KiB: the partial line is kept rather than nothing
+    assert tail.text() == "x" * 1023 + "\n"

@@ -1,0 +1,419 @@
+# -*- coding: utf-8 -*-
+"""Tests of trainfleet.training.eksctl_cluster and module_utils/eksctl.py.
+
+- pure rendering, validation and planning (no AWS);
+- the module against an in-process moto EKS (unit level: reads state, plans, check mode, diff);
+- the golden ClusterConfigs: the real eks_cluster + nodegroups roles run with --check through
+  ansible-playbook against a real moto server for the three example scenarios; the output must
+  equal tests/golden/eksctl/<scenario>.yaml and validate against the ClusterConfig subset schema;
+- bad input through the roles fails in preflight, naming the variable, before the module runs.
+Regenerate goldens (then review the diff by hand): TRAINFLEET_UPDATE_GOLDENS=1 pytest -k golden
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, ".collections"))
+
+from ansible_collections.trainfleet.training.plugins.module_utils import eksctl as E  # noqa: E402
+
+GOLDEN_DIR = os.path.join(ROOT, "tests", "golden", "eksctl")
+SCENARIOS = ("cpu", "gpu", "trainium")
+VENV_BIN = os.path.dirname(sys.executable)
+AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-west-2"}
+
+
+def group(**kw):
+    base = dict(name="cpu", kind="cpu", instance_types=["m5.large"], min_size=1, desired_size=2, max_size=3)
+    base.update(kw)
+    return base
+
+
+def params(**kw):
+    base = dict(name="trainfleet", region="us-west-2", version="1.33", availability_zones=["us-west-2a", "us-west-2b"],
+                addons=[{"name": "vpc-cni"}, {"name": "eks-pod-identity-agent"}], log_types=["api"],
+                log_retention_days=30, tags={"project": "trainfleet"}, managed_node_groups=[group()])
+    base.update(kw)
+    return base
+
+
+# ---------------------------------------------------------------- validation
+@pytest.mark.parametrize("bad, expected", [
+    (group(kind="cpu", instance_types=["p4d.24xlarge"]), "is an accelerator type, but kind is cpu"),
+    (group(kind="gpu", instance_types=["trn1.32xlarge"]), "is not a gpu instance type"),
+    (group(kind="trainium", instance_types=["m5.large"]), "is not a trainium instance type"),
+    (group(efa=True, instance_types=["m5.large"]), "does not support EFA"),
+    (group(kind="trainium", efa=True, instance_types=["trn1.32xlarge", "trn1n.32xlarge"]), "exactly one instance type"),
+    (group(min_size=3, desired_size=1, max_size=2), "min_size <= desired_size <= max_size"),
+    (group(min_size=0, desired_size=0, max_size=0), "max_size must be >= 1"),
+    (group(taints=[{"key": "a", "effect": "Nope"}]), "effect must be one of"),
+    (group(spot=True, capacity_reservation_id="cr-0123456789abcdef0"), "exclude each other"),
+    (group(capacity_reservation_id="reservation"), "capacity_reservation_id must look like"),
+    (group(kind="gpu", instance_types=["g5.xlarge"], ami_family="Ubuntu2204"), "ships no accelerator drivers"),
+])
+def test_bad_node_group_names_the_field(bad, expected):
+    with pytest.raises(E.EksctlConfigError) as err:
+        E.validate(params(managed_node_groups=[bad]))
+    assert expected in str(err.value)
+    assert "managed_node_groups[0]" in str(err.value)
+
+
+@pytest.mark.parametrize("override, expected", [
+    (dict(name="1bad"), "name must start with a letter"),
+    (dict(version="1.33.1"), "version must look like 1.33"),
+    (dict(availability_zones=["eu-west-1a", "eu-west-1b"]), "is not in region us-west-2"),
+    (dict(availability_zones=["us-west-2a"]), "at least 2 zones"),
+    (dict(log_types=["apiserver"]), "log_types"),
+    (dict(log_retention_days=8), "log_retention_days must be one of"),
+    (dict(managed_node_groups=[group(), group()]), "is used twice"),
+    (dict(managed_node_groups=[group(availability_zones=["us-west-2c"])]), "not one of the cluster's"),
+    (dict(pod_identity_associations=[{"namespace": "ns"}]), "serviceAccountName is required"),
+])
+def test_bad_cluster_input(override, expected):
+    with pytest.raises(E.EksctlConfigError) as err:
+        E.validate(params(**override))
+    assert expected in str(err.value)
+
+
+def test_valid_accelerator_groups_pass():
+    E.validate(params(managed_node_groups=[
+        group(),
+        group(name="gpu", kind="gpu", instance_types=["p5.48xlarge"], efa=True, min_size=0),
+        group(name="trn", kind="trainium", instance_types=["trn1n.32xlarge"], efa=True, min_size=0,
+              capacity_reservation_id="cr-0123456789abcdef0", capacity_block=True),
+    ]))
+
+
+# ---------------------------------------------------------------- rendering
+def test_render_trainium_group():
+    cfg = E.render_cluster_config(params(managed_node_groups=[
+        group(name="trn1", kind="trainium", instance_types=["trn1.32xlarge"], efa=True, min_size=0,
+              capacity_reservation_id="cr-0123456789abcdef0")]))
+    ng = cfg["managedNodeGroups"][0]
+    assert ng["instanceType"] == "trn1.32xlarge"
+    assert ng["efaEnabled"] is True
+    assert ng["placement"] == {"groupName": "trainfleet-trn1"}
+    assert ng["labels"]["trainfleet.io/kind"] == "trainium"
+    assert ng["labels"]["trainfleet.io/efa"] == "true"
+    assert ng["capacityReservation"]["capacityReservationTarget"]["capacityReservationID"] == "cr-0123456789abcdef0"
+    assert ng["amiFamily"] == "AmazonLinux2023"
+    assert cfg["metadata"]["version"] == "1.33"
+    assert cfg["addonsConfig"] == {"autoApplyPodIdentityAssociations": True}
+
+
+def test_render_spot_uses_instance_types():
+    ng = E.render_node_group(group(spot=True, instance_types=["m5.large", "m5a.large"]), "c")
+    assert ng["spot"] is True and ng["instanceTypes"] == ["m5.large", "m5a.large"] and "instanceType" not in ng
+
+
+def test_version_is_a_quoted_string_in_yaml():
+    text = yaml.safe_dump(E.render_cluster_config(params(version="1.30")), sort_keys=False)
+    assert "version: '1.30'" in text
+
+
+# ---------------------------------------------------------------- planning
+def current(version="1.33", groups=None, log_types=None, addons=None, status="ACTIVE"):
+    return {"name": "trainfleet", "version": version, "status": status, "log_types": log_types or ["api"],
+            "addons": addons if addons is not None else ["eks-pod-identity-agent", "vpc-cni"],
+            "nodegroups": groups if groups is not None else {
+                "cpu": {"minSize": 1, "desiredCapacity": 2, "maxSize": 3, "instanceTypes": ["m5.large"]}}}
+
+
+def test_plan_create_when_absent():
+    cfg = E.render_cluster_config(params())
+    acts = E.plan(cfg, None, True, False, "present")
+    assert acts == [{"action": "create_cluster", "name": "trainfleet", "nodegroups": ["cpu"]}]
+    argv = E.commands(acts, "/tmp/c.yaml", "us-west-2", "/tmp/kc")[0]
+    assert argv[:4] == ["create", "cluster", "-f", "/tmp/c.yaml"]
+    assert "--install-nvidia-plugin=false" in argv and "--install-neuron-plugin=false" in argv
+    assert argv[-2:] == ["--kubeconfig", "/tmp/kc"]
+
+
+def test_plan_noop_when_equal():
+    assert E.plan(E.render_cluster_config(params()), current(), True, False, "present") == []
+
+
+def test_plan_upgrades_one_minor_at_a_time():
+    acts = E.plan(E.render_cluster_config(params(version="1.33")), current(version="1.31"), True, False, "present")
+    assert [a.get("version") for a in acts] == ["1.32", "1.33"]
+    argv = E.commands(acts, "c.yaml", "us-west-2")[0]
+    assert argv[:2] == ["upgrade", "cluster"] and "--approve" in argv
+
+
+def test_plan_refuses_downgrade():
+    with pytest.raises(E.EksctlConfigError, match="cannot downgrade"):
+        E.plan(E.render_cluster_config(params(version="1.30")), current(version="1.33"), True, False, "present")
+
+
+def test_plan_refuses_cluster_in_transition():
+    with pytest.raises(E.EksctlConfigError, match="CREATING"):
+        E.plan(E.render_cluster_config(params()), current(status="CREATING"), True, False, "present")
+
+
+def test_plan_scale_create_prune_logging_addons():
+    cfg = E.render_cluster_config(params(
+        log_types=["api", "audit"],
+        addons=[{"name": "vpc-cni"}, {"name": "aws-fsx-csi-driver"}],
+        managed_node_groups=[group(min_size=0, desired_size=0), group(name="gpu", kind="gpu",
+                                                                      instance_types=["g5.xlarge"])]))
+    have = current(groups={"cpu": {"minSize": 1, "desiredCapacity": 2, "maxSize": 3},
+                           "old": {"minSize": 1, "desiredCapacity": 1, "maxSize": 1}})
+    acts = E.plan(cfg, have, True, True, "present")
+    kinds = [a["action"] for a in acts]
+    assert kinds == ["update_logging", "create_addons", "create_nodegroups", "scale_nodegroup", "delete_nodegroup"]
+    assert acts[1]["addons"] == ["aws-fsx-csi-driver"]
+    assert acts[2]["nodegroups"] == ["gpu"]
+    assert acts[3]["to"] == [0, 0, 3]
+    assert acts[4]["nodegroup"] == "old"
+    scale = E.commands([acts[3]], "c.yaml", "us-west-2")[0]
+    assert scale[:2] == ["scale", "nodegroup"] and scale[scale.index("--nodes") + 1] == "0"
+    # Without prune, the unknown group is left alone; without node group management, groups are ignored.
+    assert "delete_nodegroup" not in [a["action"] for a in E.plan(cfg, have, True, False, "present")]
+    assert [a["action"] for a in E.plan(cfg, have, False, True, "present")] == ["update_logging", "create_addons"]
+
+
+def test_plan_absent():
+    cfg = E.render_cluster_config(params())
+    assert E.plan(cfg, None, True, False, "absent") == []
+    acts = E.plan(cfg, current(), True, False, "absent")
+    argv = E.commands(acts, "c.yaml", "us-west-2")[0]
+    assert argv[:2] == ["delete", "cluster"] and "--wait" in argv
+
+
+def test_current_from_aws_shape():
+    cur = E.current_from_aws(
+        {"name": "c", "version": "1.33", "status": "ACTIVE",
+         "logging": {"clusterLogging": [{"types": ["api", "audit"], "enabled": True},
+                                        {"types": ["scheduler"], "enabled": False}]}},
+        [{"nodegroupName": "cpu", "scalingConfig": {"minSize": 1, "maxSize": 3, "desiredSize": 2},
+          "instanceTypes": ["m5.large"], "status": "ACTIVE"}], ["vpc-cni"])
+    assert cur["log_types"] == ["api", "audit"]
+    assert cur["nodegroups"]["cpu"]["desiredCapacity"] == 2
+
+
+# ---------------------------------------------------------------- the module against in-process moto
+def run_module(args, check_mode=False, diff=False):
+    """Run the module's main() in-process and return its JSON result."""
+    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.trainfleet.training.plugins.modules import eksctl_cluster
+
+    args = dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            eksctl_cluster.main()
+
+
+@pytest.fixture
+def moto_eks(monkeypatch):
+    moto = pytest.importorskip("moto")
+    for key, value in AWS_ENV.items():
+        monkeypatch.setenv(key, value)
+    with moto.mock_aws():
+        import boto3
+        yield boto3.client("eks", region_name="us-west-2")
+
+
+def module_args(**kw):
+    args = dict(name="trainfleet", region="us-west-2", version="1.33", log_types=["api"],
+                managed_node_groups=[dict(name="cpu", instance_types=["m5.large"], min_size=1, desired_size=2,
+                                          max_size=3)], eksctl_path="/nonexistent/eksctl")
+    args.update(kw)
+    return args
+
+
+def result_of(capsys):
+    return json.loads(capsys.readouterr().out)
+
+
+def make_cluster(eks, desired=2):
+    eks.create_cluster(name="trainfleet", version="1.33", roleArn="arn:aws:iam::123456789012:role/eks",
+                       resourcesVpcConfig={"subnetIds": ["subnet-1", "subnet-2"]},
+                       logging={"clusterLogging": [{"types": ["api"], "enabled": True}]})
+    eks.create_nodegroup(clusterName="trainfleet", nodegroupName="cpu", nodeRole="arn:aws:iam::123456789012:role/n",
+                         subnets=["subnet-1"], instanceTypes=["m5.large"],
+                         scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": desired})
+
+
+def test_module_check_mode_plans_create_without_eksctl(moto_eks, capsys, tmp_path):
+    run_module(module_args(kubeconfig=str(tmp_path / "kc")), check_mode=True, diff=True)
+    res = result_of(capsys)
+    assert res["changed"] is True
+    assert res["current"] is None
+    assert [a["action"] for a in res["actions"]] == ["create_cluster"]
+    assert res["commands"][0][0] == "/nonexistent/eksctl"
+    assert res["diff"]["before"] == {} and res["diff"]["after"]["nodegroups"]["cpu"]["desiredCapacity"] == 2
+    assert "kind: ClusterConfig" in res["config_yaml"]
+    assert not (tmp_path / "kc").exists()
+
+
+def test_module_noop_is_unchanged_and_needs_no_eksctl(moto_eks, capsys):
+    make_cluster(moto_eks)
+    run_module(module_args())
+    res = result_of(capsys)
+    assert res["changed"] is False, res
+    assert res["actions"] == [] and res["current"]["version"] == "1.33"
+
+
+def test_module_scale_in_check_mode(moto_eks, capsys):
+    make_cluster(moto_eks, desired=2)
+    groups = [dict(name="cpu", instance_types=["m5.large"], min_size=0, desired_size=0, max_size=3)]
+    run_module(module_args(managed_node_groups=groups), check_mode=True, diff=True)
+    res = result_of(capsys)
+    assert res["changed"] is True
+    assert res["actions"] == [{"action": "scale_nodegroup", "name": "trainfleet", "nodegroup": "cpu",
+                               "from": [1, 2, 3], "to": [0, 0, 3]}]
+    assert res["diff"]["before"]["nodegroups"]["cpu"]["desiredCapacity"] == 2
+
+
+def test_module_apply_fails_clearly_without_eksctl(moto_eks, capsys):
+    run_module(module_args())
+    res = result_of(capsys)
+    assert res["failed"] is True and "eksctl_path /nonexistent/eksctl is not an executable" in res["msg"]
+
+
+def test_module_cluster_must_exist(moto_eks, capsys):
+    run_module(module_args(cluster_must_exist=True))
+    res = result_of(capsys)
+    assert res["failed"] is True and "run the cluster step first" in res["msg"]
+
+
+def test_module_bad_input_fails_before_reading_state(capsys):
+    # No moto here: validation must fail before any AWS call.
+    bad = [dict(name="x", kind="cpu", instance_types=["m5.large"], efa=True, min_size=1, desired_size=1, max_size=1)]
+    run_module(module_args(managed_node_groups=bad))
+    res = result_of(capsys)
+    assert res["failed"] is True and "managed_node_groups[0] (x).efa" in res["msg"]
+
+
+def test_module_runs_planned_eksctl_calls(moto_eks, capsys, tmp_path):
+    """A recording stand-in for eksctl (unit level): the module runs exactly the planned argv."""
+    make_cluster(moto_eks, desired=2)
+    log = tmp_path / "calls"
+    fake = tmp_path / "eksctl"
+    fake.write_text("#!/bin/sh\necho \"$@\" >> %s\n" % log)
+    fake.chmod(0o755)
+    groups = [dict(name="cpu", instance_types=["m5.large"], min_size=1, desired_size=3, max_size=3)]
+    run_module(module_args(managed_node_groups=groups, eksctl_path=str(fake)))
+    res = result_of(capsys)
+    assert res["changed"] is True
+    calls = log.read_text().splitlines()
+    assert len(calls) == 1 and calls[0].startswith("scale nodegroup --cluster trainfleet --region us-west-2 --name cpu")
+
+
+# ---------------------------------------------------------------- goldens through the real roles
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def moto_server():
+    """A real moto server (the local AWS endpoint) on a free loopback port, stopped after the tests."""
+    port = free_port()
+    env = dict(os.environ, **AWS_ENV)
+    proc = subprocess.Popen([os.path.join(VENV_BIN, "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("moto server did not start within 60 s")
+    yield "http://127.0.0.1:%d" % port
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def ansible_playbook(args, timeout=600):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1", **AWS_ENV)
+    return subprocess.run([os.path.join(VENV_BIN, "ansible-playbook")] + args, cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def render_scenario(endpoint, scenario, out):
+    return ansible_playbook(["--check", "-i", "inventories/aws", "tests/golden/render_eksctl.yml",
+                             "-e", "@examples/aws/%s.yml" % scenario, "-e", "trainfleet_aws_endpoint_url=%s" % endpoint,
+                             "-e", "golden_out=%s" % out])
+
+
+@pytest.fixture(scope="module")
+def rendered(moto_server, tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("rendered")
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        runs = dict((s, pool.submit(render_scenario, moto_server, s, str(out_dir / ("%s.yaml" % s))))
+                    for s in SCENARIOS)
+    results = {}
+    for scenario, future in runs.items():
+        proc = future.result()
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        results[scenario] = (out_dir / ("%s.yaml" % scenario)).read_text()
+    return results
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_golden_clusterconfig(rendered, scenario):
+    golden = os.path.join(GOLDEN_DIR, "%s.yaml" % scenario)
+    if os.environ.get("TRAINFLEET_UPDATE_GOLDENS") == "1":
+        with open(golden, "w") as handle:
+            handle.write(rendered[scenario])
+    with open(golden) as handle:
+        assert rendered[scenario] == handle.read(), "rendered %s differs from %s" % (scenario, golden)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_golden_validates_against_clusterconfig_schema(scenario):
+    jsonschema = pytest.importorskip("jsonschema")
+    with open(os.path.join(GOLDEN_DIR, "clusterconfig-subset.schema.yaml")) as handle:
+        schema = yaml.safe_load(handle)
+    with open(os.path.join(GOLDEN_DIR, "%s.yaml" % scenario)) as handle:
+        config = yaml.safe_load(handle)
+    jsonschema.Draft202012Validator(schema).validate(config)
+    # The accelerator scenarios carry the settings the seeds need.
+    groups = dict((g["name"], g) for g in config.get("managedNodeGroups", []))
+    if scenario == "trainium":
+        assert groups["trn1"]["efaEnabled"] is True and groups["trn1"]["placement"]["groupName"]
+        assert groups["trn1"]["availabilityZones"] == ["us-west-2d"]
+    if scenario == "gpu":
+        assert groups["gpu"]["taints"][0]["key"] == "nvidia.com/gpu"
+    assert "eks-pod-identity-agent" in [a["name"] for a in config["addons"]]
+
+
+def test_schema_rejects_unknown_fields():
+    jsonschema = pytest.importorskip("jsonschema")
+    with open(os.path.join(GOLDEN_DIR, "clusterconfig-subset.schema.yaml")) as handle:
+        schema = yaml.safe_load(handle)
+    config = E.render_cluster_config(params())
+    config["managedNodeGroups"][0]["efaEnable"] = True
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(config, schema)
+
+
+def test_role_preflight_rejects_bad_node_group_before_anything(moto_server, tmp_path):
+    bad = {"nodegroups_groups": [{"name": "cpu", "kind": "cpu", "instance_types": ["m5.large"], "efa": True,
+                                  "min_size": 1, "desired_size": 1, "max_size": 1}]}
+    extra = tmp_path / "bad.json"
+    extra.write_text(json.dumps(bad))
+    out = tmp_path / "never.yaml"
+    proc = ansible_playbook(
+        ["--check", "-i", "inventories/aws", "tests/golden/render_eksctl.yml", "-e", "@examples/aws/cpu.yml",
+         "-e", "@%s" % extra, "-e", "trainfleet_aws_endpoint_url=%s" % moto_server, "-e", "golden_out=%s" % out])
+    assert proc.returncode != 0
+    assert "nodegroups_groups[0] (cpu) is invalid" in proc.stdout
+    assert "Reconcile the EKS cluster" not in proc.stdout
+    assert not out.exists()

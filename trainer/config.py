@@ -1,0 +1,234 @@
+"""Command line and validated configuration.
+
+Every check here runs before any process group starts: a bad argument ends the process with exit
+code 2 and a message naming the argument and what was expected (``ConfigError``).
+"""
+
+import argparse
+import glob
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from typing import List, Optional
+
+from trainer.storage import StorageError, check_local_dir_writable, is_s3_uri, parse_s3_uri
+
+DATASETS_HELP = "digits | synthetic | dir:PATH | s3://bucket/prefix"
+DATA_SUFFIXES = (".npz", ".csv")
+MODELS = ("mlp", "cnn")
+OPTIMIZERS = ("sgd", "adam", "adamw")
+BACKENDS = ("auto", "gloo", "nccl")
+DEVICES = ("auto", "cpu", "cuda")
+DIGITS_FEATURES = 64
+
+
+class ConfigError(ValueError):
+    """A bad argument; ``argument`` is the CLI flag it concerns."""
+
+    def __init__(self, argument, message):
+        super().__init__(f"argument {argument}: {message}")
+        self.argument = argument
+
+
+def _positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(name, f"expected a positive integer, got {value!r}")
+
+
+def _positive_float(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ConfigError(name, f"expected a positive number, got {value!r}")
+
+
+def _check_location(name, value):
+    """A local directory that is or can be made writable, or a well-formed s3:// URI."""
+    if not value:
+        raise ConfigError(name, "expected a directory or an s3://bucket/prefix URI, got an empty value")
+    if is_s3_uri(value):
+        try:
+            parse_s3_uri(value)
+        except StorageError as exc:
+            raise ConfigError(name, str(exc)) from exc
+        return
+    reason = check_local_dir_writable(value)
+    if reason:
+        raise ConfigError(name, f"expected a writable directory or an s3://bucket/prefix URI, {value!r} {reason}")
+
+
+def data_files(path):
+    """Data files (*.npz, *.csv) of a ``dir:`` dataset, sorted, searched recursively."""
+    files = []
+    for suffix in DATA_SUFFIXES:
+        files.extend(glob.glob(os.path.join(path, "**", "*" + suffix), recursive=True))
+    return sorted(files)
+
+
+@dataclass
+class TrainConfig:  # pylint: disable=too-many-instance-attributes
+    """Everything a run needs; ``__post_init__`` validates it."""
+
+    dataset: str = "digits"
+    data_cache_dir: str = field(default_factory=lambda: os.environ.get("TRAINFLEET_DATA_CACHE", "/tmp/trainfleet-data"))
+    synthetic_samples: int = 20000
+    synthetic_features: int = 64
+    synthetic_classes: int = 10
+    test_fraction: float = 0.2
+    normalize: bool = True
+    model: str = "mlp"
+    hidden: List[int] = field(default_factory=lambda: [128, 64])
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    batch_size: int = 64
+    epochs: int = 10
+    seed: int = 0
+    snapshot_dir: Optional[str] = None
+    snapshot_every: int = 1
+    keep_snapshots: int = 2
+    stop_after_epoch: Optional[int] = None
+    output_dir: str = "out/trainer"
+    backend: str = "auto"
+    device: str = "auto"
+    timeout_s: float = 1800.0
+    s3_endpoint_url: Optional[str] = None
+    verbose_ranks: bool = False
+
+    def __post_init__(self):
+        self._check_dataset()
+        _positive_int("--synthetic-samples", self.synthetic_samples)
+        _positive_int("--synthetic-features", self.synthetic_features)
+        if isinstance(self.synthetic_classes, bool) or not isinstance(self.synthetic_classes, int) or self.synthetic_classes < 2:
+            raise ConfigError("--synthetic-classes", f"expected an integer >= 2, got {self.synthetic_classes!r}")
+        if not isinstance(self.test_fraction, (int, float)) or not 0.0 < self.test_fraction < 1.0:
+            raise ConfigError("--test-fraction", f"expected a number strictly between 0 and 1, got {self.test_fraction!r}")
+        if self.model not in MODELS:
+            raise ConfigError("--model", f"expected one of {', '.join(MODELS)}, got {self.model!r}")
+        if not self.hidden or any(isinstance(h, bool) or not isinstance(h, int) or h <= 0 for h in self.hidden):
+            raise ConfigError("--hidden", f"expected comma-separated positive integers such as 128,64, got {self.hidden!r}")
+        if self.model == "cnn":
+            features = {"digits": DIGITS_FEATURES, "synthetic": self.synthetic_features}.get(self.dataset)
+            if features is not None and math.isqrt(features) ** 2 != features:
+                raise ConfigError("--model", f"cnn expected square images (a square number of features), {self.dataset} has {features}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError("--optimizer", f"expected one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+        _positive_float("--lr", self.lr)
+        if not isinstance(self.momentum, (int, float)) or not 0.0 <= self.momentum < 1.0:
+            raise ConfigError("--momentum", f"expected a number in [0, 1), got {self.momentum!r}")
+        if not isinstance(self.weight_decay, (int, float)) or not math.isfinite(self.weight_decay) or self.weight_decay < 0:
+            raise ConfigError("--weight-decay", f"expected a number >= 0, got {self.weight_decay!r}")
+        _positive_int("--batch-size", self.batch_size)
+        _positive_int("--epochs", self.epochs)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError("--seed", f"expected an integer >= 0, got {self.seed!r}")
+        _positive_int("--snapshot-every", self.snapshot_every)
+        _positive_int("--keep-snapshots", self.keep_snapshots)
+        if self.snapshot_dir is not None:
+            _check_location("--snapshot-dir", self.snapshot_dir)
+        if self.stop_after_epoch is not None:
+            if isinstance(self.stop_after_epoch, bool) or not isinstance(self.stop_after_epoch, int) or not 1 <= self.stop_after_epoch <= self.epochs:
+                raise ConfigError("--stop-after-epoch", f"expected an integer between 1 and --epochs ({self.epochs}), got {self.stop_after_epoch!r}")
+        _check_location("--output-dir", self.output_dir)
+        if self.backend not in BACKENDS:
+            raise ConfigError("--backend", f"expected one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.device not in DEVICES:
+            raise ConfigError("--device", f"expected one of {', '.join(DEVICES)}, got {self.device!r}")
+        if self.backend == "nccl" and self.device == "cpu":
+            raise ConfigError("--backend", "expected gloo or auto with --device cpu (nccl needs CUDA devices)")
+        _positive_float("--timeout-s", self.timeout_s)
+        if self.s3_endpoint_url is not None and not self.s3_endpoint_url.startswith(("http://", "https://")):
+            raise ConfigError("--s3-endpoint-url", f"expected an http:// or https:// URL, got {self.s3_endpoint_url!r}")
+
+    def _check_dataset(self):
+        value = self.dataset
+        if value in ("digits", "synthetic"):
+            return
+        if value.startswith("dir:"):
+            path = value[len("dir:"):]
+            if not path:
+                raise ConfigError("--dataset", "expected dir:PATH with a directory path, got an empty path")
+            if not os.path.isdir(path):
+                raise ConfigError("--dataset", f"expected dir:PATH to name an existing directory, {path!r} is not one")
+            if not os.access(path, os.R_OK | os.X_OK):
+                raise ConfigError("--dataset", f"directory {path!r} is not readable")
+            files = data_files(path)
+            if not files:
+                raise ConfigError("--dataset", f"directory {path!r} holds no data files ({', '.join('*' + s for s in DATA_SUFFIXES)})")
+            unreadable = [f for f in files if not os.access(f, os.R_OK)]
+            if unreadable:
+                raise ConfigError("--dataset", f"data file {unreadable[0]!r} is not readable")
+            return
+        if is_s3_uri(value):
+            try:
+                parse_s3_uri(value)
+            except StorageError as exc:
+                raise ConfigError("--dataset", str(exc)) from exc
+            reason = check_local_dir_writable(self.data_cache_dir)
+            if reason:
+                raise ConfigError("--data-cache-dir", f"expected a writable directory for s3:// downloads, {self.data_cache_dir!r} {reason}")
+            return
+        raise ConfigError("--dataset", f"expected {DATASETS_HELP}, got {value!r}")
+
+    @property
+    def uses_s3(self):
+        return any(is_s3_uri(v) for v in (self.dataset, self.snapshot_dir, self.output_dir) if v)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def _hidden_list(text):
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers such as 128,64, got {text!r}") from exc
+    return values
+
+
+def build_parser():
+    """The CLI; defaults come from TrainConfig so there is one source of truth."""
+    d = TrainConfig.__dataclass_fields__  # pylint: disable=no-member
+
+    def default(name):
+        f = d[name]
+        return f.default_factory() if callable(f.default_factory) else f.default
+
+    p = argparse.ArgumentParser(prog="python -m trainer.train", description="trainfleet DDP trainer (launch with torchrun or alone).")
+    g = p.add_argument_group("data")
+    g.add_argument("--dataset", default=default("dataset"), help=f"{DATASETS_HELP} (default: %(default)s)")
+    g.add_argument("--data-cache-dir", default=default("data_cache_dir"), help="local cache for s3:// datasets (default: %(default)s)")
+    g.add_argument("--synthetic-samples", type=int, default=default("synthetic_samples"), help="synthetic: number of samples (default: %(default)s)")
+    g.add_argument("--synthetic-features", type=int, default=default("synthetic_features"), help="synthetic: features per sample (default: %(default)s)")
+    g.add_argument("--synthetic-classes", type=int, default=default("synthetic_classes"), help="synthetic: number of classes (default: %(default)s)")
+    g.add_argument("--test-fraction", type=float, default=default("test_fraction"), help="held-out fraction, split by --seed (default: %(default)s)")
+    g.add_argument("--no-normalize", dest="normalize", action="store_false", help="do not standardise features with the training-set mean/std")
+    g = p.add_argument_group("model and optimisation")
+    g.add_argument("--model", default=default("model"), help=f"{' | '.join(MODELS)} (default: %(default)s)")
+    g.add_argument("--hidden", type=_hidden_list, default=default("hidden"), help="hidden layer sizes, comma-separated (default: 128,64)")
+    g.add_argument("--optimizer", default=default("optimizer"), help=f"{' | '.join(OPTIMIZERS)} (default: %(default)s)")
+    g.add_argument("--lr", type=float, default=default("lr"), help="learning rate (default: %(default)s)")
+    g.add_argument("--momentum", type=float, default=default("momentum"), help="sgd momentum (default: %(default)s)")
+    g.add_argument("--weight-decay", type=float, default=default("weight_decay"), help="weight decay (default: %(default)s)")
+    g.add_argument("--batch-size", type=int, default=default("batch_size"), help="per-process batch size (default: %(default)s)")
+    g.add_argument("--epochs", type=int, default=default("epochs"), help="total epochs of the run (default: %(default)s)")
+    g.add_argument("--seed", type=int, default=default("seed"), help="seed for split, init and shuffling (default: %(default)s)")
+    g = p.add_argument_group("snapshots and outputs")
+    g.add_argument("--snapshot-dir", default=default("snapshot_dir"), help="directory or s3:// URI for snapshots; resume from it (default: none)")
+    g.add_argument("--snapshot-every", type=int, default=default("snapshot_every"), help="snapshot every N epochs (default: %(default)s)")
+    g.add_argument("--keep-snapshots", type=int, default=default("keep_snapshots"), help="snapshots kept, older ones deleted (default: %(default)s)")
+    g.add_argument("--stop-after-epoch", type=int, default=default("stop_after_epoch"),
+                   help="stop cleanly after this epoch and its snapshot, without final outputs (simulates preemption)")
+    g.add_argument("--output-dir", default=default("output_dir"), help="directory or s3:// URI for model.pt, metrics.jsonl, plot.png (default: %(default)s)")
+    g = p.add_argument_group("distributed")
+    g.add_argument("--backend", default=default("backend"), help=f"{' | '.join(BACKENDS)}; auto = nccl on GPU, gloo on CPU (default: %(default)s)")
+    g.add_argument("--device", default=default("device"), help=f"{' | '.join(DEVICES)} (default: %(default)s)")
+    g.add_argument("--timeout-s", type=float, default=default("timeout_s"), help="process group timeout in seconds (default: %(default)s)")
+    g.add_argument("--s3-endpoint-url", default=default("s3_endpoint_url"), help="S3 endpoint (default: $AWS_ENDPOINT_URL, else AWS)")
+    g.add_argument("--verbose-ranks", action="store_true", help="let every rank log, not only rank 0")
+    return p
+
+
+def parse_config(argv=None):
+    """Parse argv into a validated TrainConfig; raises ConfigError (argparse's own errors exit 2 too)."""
+    args = build_parser().parse_args(argv)
+    return TrainConfig(**vars(args))

@@ -1,0 +1,215 @@
+"""The training loop proper (imported by trainer.train only after the arguments are valid).
+
+Order of a run: start the process group, load the data (s3:// is downloaded once per node by local
+rank 0), build the model and optimizer, restore the latest snapshot, wrap in DDP, train, snapshot on
+global rank 0, write the final model, metrics and plot, print the result line. The process group is
+destroyed on every exit path (``launch``).
+"""
+
+import math
+import random
+import time
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DistributedSampler, TensorDataset
+
+from trainer import RESUME_PREFIX, STOPPED_PREFIX, dist
+from trainer.config import ConfigError
+from trainer.data import DataError, download_s3_dataset, iterate_batches, load_split, s3_cache_path
+from trainer.metrics import METRICS_NAME, MODEL_NAME, PLOT_NAME, epoch_line, metrics_jsonl, plot_png, result_line
+from trainer.model import build_model, model_spec
+from trainer.snapshot import find_latest, load_snapshot, make_snapshot, save_snapshot, to_bytes
+from trainer.storage import is_s3_uri, open_storage
+
+
+class Logger:  # pylint: disable=too-few-public-methods
+    """Rank 0 speaks; other ranks only with --verbose-ranks (prefixed with their rank)."""
+
+    def __init__(self, ctx, verbose):
+        self.ctx = ctx
+        self.enabled = ctx.is_rank0 or verbose
+
+    def __call__(self, message):
+        if self.enabled:
+            print(message if self.ctx.is_rank0 else f"[rank {self.ctx.rank}] {message}", flush=True)
+
+
+def seed_everything(seed):
+    random.seed(seed)
+    np.random.seed(seed % (2 ** 32))
+    torch.manual_seed(seed)
+
+
+def make_optimizer(cfg, params):
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+
+def fetch_data(cfg, ctx, log):
+    """Local cache dir of an s3:// dataset (local rank 0 downloads, every rank waits), else None."""
+    if not is_s3_uri(cfg.dataset):
+        return None
+    error = None
+    if ctx.local_rank == 0:
+        try:
+            local, count = download_s3_dataset(cfg.dataset, cfg.data_cache_dir, cfg.s3_endpoint_url)
+            log(f"trainfleet-info: dataset {cfg.dataset} cached in {local} ({count} files downloaded)")
+        except Exception as exc:  # pylint: disable=broad-except
+            error = exc
+    if not dist.all_ok(ctx, error is None):
+        raise DataError(f"downloading {cfg.dataset} failed: {error}" if error else f"downloading {cfg.dataset} failed on another node")
+    return s3_cache_path(cfg.dataset, cfg.data_cache_dir)
+
+
+def evaluate(module, split, ctx, batch_size, loss_fn):
+    """(mean loss, accuracy) over the whole test set; each rank takes every world_size-th sample."""
+    module.eval()
+    indices = list(range(ctx.rank, len(split.y_test), ctx.world_size))
+    total_loss, correct, count = 0.0, 0.0, 0.0
+    with torch.no_grad():
+        for xb, yb in iterate_batches(split.x_test, split.y_test, indices, max(batch_size, 256)):
+            xb, yb = xb.to(ctx.device), yb.to(ctx.device)
+            logits = module(xb)
+            total_loss += loss_fn(logits, yb).item() * len(yb)
+            correct += (logits.argmax(dim=1) == yb).sum().item()
+            count += len(yb)
+    total_loss, correct, count = dist.all_reduce_sum(ctx, [total_loss, correct, count])
+    return total_loss / count, correct / count
+
+
+def restore(cfg, ctx, model, optimizer, log):
+    """Load the latest snapshot (named by rank 0) into model and optimizer; returns (start_epoch, history)."""
+    if not cfg.snapshot_dir:
+        return 1, []
+    store = open_storage(cfg.snapshot_dir, cfg.s3_endpoint_url)
+    name = dist.broadcast_object(ctx, find_latest(store) if ctx.is_rank0 else None)
+    if not name:
+        log(f"trainfleet-info: no snapshot in {store.uri}, starting at epoch 1")
+        return 1, []
+    snapshot = load_snapshot(store, name)
+    model.load_state_dict(snapshot["model"])
+    optimizer.load_state_dict(snapshot["optimizer"])
+    history = [m for m in snapshot["metrics"] if m["epoch"] <= snapshot["epoch"]]
+    log(f"{RESUME_PREFIX} epoch={snapshot['epoch']} next_epoch={snapshot['epoch'] + 1} snapshot={store.join(name)}")
+    return snapshot["epoch"] + 1, history
+
+
+def train_epoch(ddp, optimizer, loss_fn, split, sampler, epoch, cfg, ctx):
+    """One pass over this rank's shard; returns (global mean loss, global samples, seconds)."""
+    sampler.set_epoch(epoch)
+    torch.manual_seed(cfg.seed * 1000003 + epoch)  # stochastic layers: same stream on a resumed run
+    ddp.train()
+    start = time.monotonic()
+    loss_sum, samples = 0.0, 0
+    for xb, yb in iterate_batches(split.x_train, split.y_train, list(sampler), cfg.batch_size):
+        xb, yb = xb.to(ctx.device, non_blocking=True), yb.to(ctx.device, non_blocking=True)
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(ddp(xb), yb)
+        loss.backward()
+        optimizer.step()
+        loss_sum += loss.item() * len(yb)
+        samples += len(yb)
+    loss_sum, samples = dist.all_reduce_sum(ctx, [loss_sum, float(samples)])
+    return loss_sum / samples, int(samples), time.monotonic() - start
+
+
+def write_outputs(cfg, ctx, model, spec, history, started, resumed_from):
+    """Rank 0: model.pt, metrics.jsonl, plot.png to --output-dir; returns the result dict."""
+    out = open_storage(cfg.output_dir, cfg.s3_endpoint_url)
+    last = history[-1]
+    model_uri = out.write_bytes(MODEL_NAME, to_bytes({
+        "format": 1, "model_spec": spec, "state_dict": model.state_dict(), "epoch": last["epoch"],
+        "test_acc": last["test_acc"], "config": cfg.to_dict(),
+    }))
+    metrics_uri = out.write_bytes(METRICS_NAME, metrics_jsonl(history))
+    plot_uri = out.write_bytes(PLOT_NAME, plot_png(history, title=f"trainfleet: {cfg.model} on {cfg.dataset}"))
+    this_run = [r for r in history if r["epoch"] > resumed_from]
+    return {
+        "final_accuracy": last["test_acc"],
+        "final_loss": last["loss"],
+        "final_test_loss": last["test_loss"],
+        "epochs": last["epoch"],
+        "model_uri": model_uri,
+        "metrics_uri": metrics_uri,
+        "plot_uri": plot_uri,
+        "world_size": ctx.world_size,
+        "duration_s": round(time.monotonic() - started, 3),
+        "resumed_from_epoch": resumed_from,
+        "dataset": cfg.dataset,
+        "samples_per_s": (sum(r["samples_per_s"] for r in this_run) / len(this_run)) if this_run else None,
+    }
+
+
+def run(cfg, ctx):
+    """Train; returns the process exit code."""
+    started = time.monotonic()
+    log = Logger(ctx, cfg.verbose_ranks)
+    split = load_split(cfg, fetch_data(cfg, ctx, log))
+    log(f"trainfleet-info: dataset={cfg.dataset} train={len(split.y_train)} test={len(split.y_test)} "
+        f"features={split.num_features} classes={split.num_classes} backend={ctx.backend} device={ctx.device}")
+    if cfg.model == "cnn" and split.image_side is None:
+        raise ConfigError("--model", f"cnn needs square images, {cfg.dataset} has {split.num_features} features")
+
+    seed_everything(cfg.seed)  # same initial weights on every rank
+    spec = model_spec(cfg.model, split.num_features, split.num_classes, cfg.hidden, split.image_side)
+    model = build_model(spec).to(ctx.device)
+    optimizer = make_optimizer(cfg, model.parameters())
+    start_epoch, history = restore(cfg, ctx, model, optimizer, log)  # before DDP wraps the model
+    resumed_from = start_epoch - 1
+    ddp = model
+    if ctx.distributed:
+        ddp = DistributedDataParallel(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
+    sampler = DistributedSampler(TensorDataset(split.x_train, split.y_train), num_replicas=ctx.world_size, rank=ctx.rank,
+                                 shuffle=True, seed=cfg.seed, drop_last=False)
+    loss_fn = nn.CrossEntropyLoss()
+    snapshots = open_storage(cfg.snapshot_dir, cfg.s3_endpoint_url) if cfg.snapshot_dir and ctx.is_rank0 else None
+    outputs = open_storage(cfg.output_dir, cfg.s3_endpoint_url) if ctx.is_rank0 else None
+
+    for epoch in range(start_epoch, cfg.epochs + 1):
+        loss, samples, seconds = train_epoch(ddp, optimizer, loss_fn, split, sampler, epoch, cfg, ctx)
+        test_loss, test_acc = evaluate(model, split, ctx, cfg.batch_size, loss_fn)
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"training loss is {loss} at epoch {epoch}; lower --lr")
+        history.append({"epoch": epoch, "loss": loss, "test_loss": test_loss, "test_acc": test_acc,
+                        "samples_per_s": samples / seconds if seconds > 0 else 0.0, "epoch_time_s": seconds,
+                        "samples": samples, "world_size": ctx.world_size, "lr": cfg.lr})
+        stopping = cfg.stop_after_epoch == epoch
+        if ctx.is_rank0:
+            log(epoch_line(history[-1]))
+            outputs.write_bytes(METRICS_NAME, metrics_jsonl(history))
+            if snapshots and (epoch % cfg.snapshot_every == 0 or epoch == cfg.epochs or stopping):
+                uri = save_snapshot(snapshots, make_snapshot(epoch, model, optimizer, history, spec, ctx.world_size), cfg.keep_snapshots)
+                log(f"trainfleet-info: snapshot epoch={epoch} uri={uri}")
+        if stopping:
+            log(f"{STOPPED_PREFIX} epoch={epoch} reason=--stop-after-epoch")
+            return 0
+
+    if not history:
+        raise RuntimeError("no epoch was trained and no snapshot holds metrics")
+    if ctx.is_rank0:
+        log(result_line(write_outputs(cfg, ctx, model, spec, history, started, resumed_from)))
+    return 0
+
+
+def check_environment(cfg):
+    """Checks that need torch but no process group: backend/device choice. Raises ConfigError."""
+    try:
+        dist.choose_backend(cfg.backend, cfg.device, torch.cuda.is_available())
+    except RuntimeError as exc:
+        raise ConfigError("--backend" if "backend" in str(exc) else "--device", f"expected a usable backend/device: {exc}") from exc
+
+
+def launch(cfg):
+    """Start the process group, print the rank line, train, always destroy the group. Returns the exit code."""
+    try:
+        ctx = dist.init(cfg)
+        print(ctx.rank_line(), flush=True)
+        return run(cfg, ctx)
+    finally:
+        dist.shutdown()

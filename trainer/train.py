@@ -1,0 +1,50 @@
+"""Entry point: ``python -m trainer.train`` (under torchrun, or alone as a world of one).
+
+Arguments are parsed and validated first, before torch is even imported: a bad argument ends the
+process within a second with exit code 2 and a message naming the argument and the expectation,
+and no process group is ever started. The training loop lives in trainer.loop.
+"""
+
+import sys
+
+from trainer.config import ConfigError, parse_config
+from trainer.storage import StorageError
+
+EXIT_BAD_ARGUMENT = 2
+EXIT_DATA_ERROR = 1
+
+
+def _fail(message, code=EXIT_BAD_ARGUMENT):
+    print(f"trainfleet-trainer: error: {message}", file=sys.stderr, flush=True)
+    return code
+
+
+def main(argv=None):
+    """Validate, then train (trainer.loop.launch). Returns the process exit code."""
+    try:
+        cfg = parse_config(argv)
+    except (ConfigError, StorageError) as exc:
+        return _fail(exc)
+    if cfg.uses_s3:
+        try:
+            import boto3  # noqa: F401 pylint: disable=import-outside-toplevel,unused-import
+        except ImportError:
+            return _fail("s3:// locations need the boto3 package, which is not installed")
+
+    # pylint: disable=import-outside-toplevel
+    from torch.distributed.elastic.multiprocessing.errors import record
+
+    from trainer import loop
+    from trainer.data import DataError
+
+    try:
+        loop.check_environment(cfg)
+        return record(loop.launch)(cfg)
+    except ConfigError as exc:
+        return _fail(exc)
+    except DataError as exc:
+        return _fail(exc, EXIT_DATA_ERROR)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
