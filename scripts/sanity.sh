@@ -11,6 +11,11 @@ trap 'rm -rf "$work"' EXIT
 dest=$work/ansible_collections/trainfleet/training
 mkdir -p "$dest"
 git ls-files -co --exclude-standard -z | grep -zv '^\.collections/' | rsync -a --from0 --files-from=- ./ "$dest/"
+# Collections our plugins import (amazon.aws, kubernetes.core, ...) come from the venv's ansible package.
+site=$(python -c 'import ansible_collections; print(list(ansible_collections.__path__)[0])')
+for ns in amazon community kubernetes ansible; do
+  [ -d "$site/$ns" ] && ln -s "$site/$ns" "$work/ansible_collections/$ns"
+done
 cd "$dest"
 git init -q && git add -A && git -c user.name=ci -c user.email=ci@invalid commit -qm snapshot
 # ansible-test bootstraps pip in its sanity venvs with a script from a host we cannot reach:

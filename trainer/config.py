@@ -9,7 +9,7 @@ import glob
 import math
 import os
 from dataclasses import asdict, dataclass, field
-from typing import List, Optional
+from typing import Optional
 
 from trainer.storage import StorageError, check_local_dir_writable, is_s3_uri, parse_s3_uri
 
@@ -75,7 +75,7 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
     test_fraction: float = 0.2
     normalize: bool = True
     model: str = "mlp"
-    hidden: List[int] = field(default_factory=lambda: [128, 64])
+    hidden: list[int] = field(default_factory=lambda: [128, 64])
     optimizer: str = "adam"
     lr: float = 1e-3
     momentum: float = 0.9

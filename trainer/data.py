@@ -69,7 +69,7 @@ def synthetic_arrays(samples, features, classes, seed):
 
 
 def _load_csv(path):
-    with open(path, "r", encoding="utf-8") as handle:
+    with open(path, encoding="utf-8") as handle:
         lines = [ln.strip() for ln in handle if ln.strip() and not ln.lstrip().startswith("#")]
     if lines:
         try:
@@ -133,7 +133,7 @@ def download_s3_dataset(uri, cache_dir, endpoint_url=None, client=None):
     os.makedirs(local, exist_ok=True)
     manifest_path = os.path.join(local, MANIFEST)
     try:
-        with open(manifest_path, "r", encoding="utf-8") as handle:
+        with open(manifest_path, encoding="utf-8") as handle:
             manifest = json.load(handle)
     except (FileNotFoundError, ValueError):
         manifest = {}

@@ -73,8 +73,8 @@ def evaluate(module, split, ctx, batch_size, loss_fn):
     indices = list(range(ctx.rank, len(split.y_test), ctx.world_size))
     total_loss, correct, count = 0.0, 0.0, 0.0
     with torch.no_grad():
-        for xb, yb in iterate_batches(split.x_test, split.y_test, indices, max(batch_size, 256)):
-            xb, yb = xb.to(ctx.device), yb.to(ctx.device)
+        for x_cpu, y_cpu in iterate_batches(split.x_test, split.y_test, indices, max(batch_size, 256)):
+            xb, yb = x_cpu.to(ctx.device), y_cpu.to(ctx.device)
             logits = module(xb)
             total_loss += loss_fn(logits, yb).item() * len(yb)
             correct += (logits.argmax(dim=1) == yb).sum().item()
@@ -107,8 +107,8 @@ def train_epoch(ddp, optimizer, loss_fn, split, sampler, epoch, cfg, ctx):
     ddp.train()
     start = time.monotonic()
     loss_sum, samples = 0.0, 0
-    for xb, yb in iterate_batches(split.x_train, split.y_train, list(sampler), cfg.batch_size):
-        xb, yb = xb.to(ctx.device, non_blocking=True), yb.to(ctx.device, non_blocking=True)
+    for x_cpu, y_cpu in iterate_batches(split.x_train, split.y_train, list(sampler), cfg.batch_size):
+        xb, yb = x_cpu.to(ctx.device, non_blocking=True), y_cpu.to(ctx.device, non_blocking=True)
         optimizer.zero_grad(set_to_none=True)
         loss = loss_fn(ddp(xb), yb)
         loss.backward()

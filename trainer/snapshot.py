@@ -32,12 +32,21 @@ def _epoch_of(name):
 
 
 def torch_load_kwargs():
-    """weights_only=True where torch.load knows it (1.13+), so loading never runs pickled code."""
+    """Explicit weights_only for torch.load.
+
+    torch >= 2.0: weights_only=True, so loading never runs pickled code (2.6+ defaults to it anyway).
+    torch 1.13 has the flag, but its restricted unpickler rejects plain floats (pickle opcode
+    BINFLOAT), which every optimizer state holds (lr), so there weights_only=False, said explicitly.
+    Older torch has no such flag.
+    """
     try:
         params = inspect.signature(torch.load).parameters
     except (TypeError, ValueError):  # pragma: no cover
         return {}
-    return {"weights_only": True} if "weights_only" in params else {}
+    if "weights_only" not in params:
+        return {}
+    major = int(re.match(r"\d+", torch.__version__).group(0))
+    return {"weights_only": major >= 2}
 
 
 def to_bytes(obj):

@@ -16,6 +16,12 @@ _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _IP_RE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
 
 
+def _umask():
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
 class StorageError(Exception):
     """A storage URI is malformed or a storage operation failed."""
 
@@ -45,7 +51,7 @@ def parse_s3_uri(uri):
     if not isinstance(uri, str) or not uri.startswith("s3://"):
         raise StorageError(f"expected a URI of the form s3://bucket/prefix, got {uri!r}")
     rest = uri[len("s3://"):]
-    bucket, _, prefix = rest.partition("/")
+    bucket, _sep, prefix = rest.partition("/")
     if not bucket:
         raise StorageError(f"expected a bucket name after s3:// in {uri!r}")
     if not _BUCKET_RE.match(bucket) or ".." in bucket or _IP_RE.match(bucket):
@@ -96,6 +102,7 @@ class LocalStorage:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(name)}.", suffix=".tmp", dir=os.path.dirname(target))
         try:
+            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give the file ordinary permissions
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()

@@ -15,6 +15,19 @@ __metaclass__ = type
 import copy
 import re
 
+try:
+    import yaml
+except ImportError:
+    HAS_YAML = False
+else:
+    HAS_YAML = True
+
+    class _IndentedDumper(yaml.SafeDumper):
+        """Indents list items under their key (the style yamllint and kubectl users expect)."""
+
+        def increase_indent(self, flow=False, indentless=False):
+            return super(_IndentedDumper, self).increase_indent(flow, False)
+
 API_VERSION = "eksctl.io/v1alpha5"
 
 # Instance families by accelerator. Anything not listed is a CPU family.
@@ -273,7 +286,10 @@ def render_cluster_config(params):
 
 
 def current_from_aws(cluster, nodegroups, addons):
-    """Comparable view of what AWS reports (describe_cluster / describe_nodegroup / list_addons)."""
+    """Comparable view of what AWS reports (describe_cluster / describe_nodegroup / list_addons).
+
+    addons None means the endpoint could not tell (no add-on API); they are then not compared.
+    """
     if not cluster:
         return None
     enabled = []
@@ -296,7 +312,7 @@ def current_from_aws(cluster, nodegroups, addons):
         "status": cluster.get("status"),
         "endpoint": cluster.get("endpoint"),
         "log_types": sorted(set(enabled)),
-        "addons": sorted(addons or []),
+        "addons": None if addons is None else sorted(addons),
         "nodegroups": groups,
     }
 
@@ -330,7 +346,8 @@ def plan(config, current, manage_nodegroups, prune_nodegroups, state):
     if logging is not None and sorted(logging.get("enableTypes") or []) != current.get("log_types"):
         actions.append({"action": "update_logging", "name": name,
                         "from": current.get("log_types"), "to": sorted(logging.get("enableTypes") or [])})
-    missing_addons = [a["name"] for a in config.get("addons") or [] if a["name"] not in current.get("addons")]
+    known = current.get("addons")
+    missing_addons = [] if known is None else [a["name"] for a in config.get("addons") or [] if a["name"] not in known]
     if missing_addons:
         actions.append({"action": "create_addons", "name": name, "addons": missing_addons})
     if manage_nodegroups:
@@ -393,3 +410,8 @@ def commands(actions, config_path, region, kubeconfig=None, timeout="40m"):
 
 def kubeconfig_command(name, region, kubeconfig):
     return ["utils", "write-kubeconfig", "--cluster", name, "--region", region, "--kubeconfig", kubeconfig]
+
+
+def dump_yaml(config):
+    """The ClusterConfig as a YAML document, as handed to eksctl and kept in the golden files."""
+    return "---\n" + yaml.dump(config, Dumper=_IndentedDumper, sort_keys=False, default_flow_style=False, width=120)

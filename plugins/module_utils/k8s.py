@@ -117,8 +117,11 @@ def get_api_client(params):
     except ConfigException as exc:
         raise ClientConfigError("Invalid Kubernetes configuration (kubeconfig=%s, context=%s): %s"
                                 % (kubeconfig or "default", context or "current", exc))
-    except (IOError, OSError, ValueError, TypeError, KeyError) as exc:
-        raise ClientConfigError("Cannot read kubeconfig %s: %s" % (kubeconfig or "default", exc))
+    except ClientConfigError:
+        raise
+    except Exception as exc:  # pylint: disable=broad-except
+        # unreadable file, YAML syntax error, missing keys: all mean a bad kubeconfig
+        raise ClientConfigError("Cannot load kubeconfig %s: %s" % (kubeconfig or "default", exc))
     if params.get("api_key"):
         configuration.api_key = {"authorization": "Bearer " + params["api_key"]}
     if params.get("validate_certs") is not None:

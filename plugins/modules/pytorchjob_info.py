@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: trainfleet developers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ description:
     line appended per change to that file, which C(tail -f) shows live.
   - The module only reads the cluster; it supports check mode and always returns C(changed=false).
 author:
-  - trainfleet developers
+  - trainfleet developers (!UNKNOWN)
 options:
   name:
     description:

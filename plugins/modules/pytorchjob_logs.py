@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: trainfleet developers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import annotations
 
@@ -21,16 +21,17 @@ description:
     and only when no pod says anything the master replica 0 (method C(fallback-master-0)).
     RV(method) says which one decided.
   - The log is streamed in chunks, never loaded whole, so memory stays bounded for logs of
-    hundreds of MB. The returned RV(log) holds at most the last O(max_bytes) bytes (cut at a
-    line start; RV(truncated) tells); O(dest) and the files in O(dest_dir) receive the whole
-    log (after O(tail_lines) / O(since_seconds)), written straight to disk.
+    hundreds of MB. The returned RV(log) holds at most the last O(max_bytes) bytes (starting at
+    a line start when a whole line fits; RV(truncated) tells); O(dest) and the files in
+    O(dest_dir) receive the whole log (after O(tail_lines) / O(since_seconds)), written straight
+    to disk.
   - Works on finished pods; O(previous=true) reads the previous run of restarted containers.
   - The module only reads the cluster and supports check mode. Files (O(dest), O(dest_dir)) are
     written through a temporary file and replaced only when their content differs, which is
     the only case that reports C(changed=true); in check mode the log is still read and
     compared, but no file or directory is written.
 author:
-  - trainfleet developers
+  - trainfleet developers (!UNKNOWN)
 options:
   name:
     description:

@@ -82,5 +82,5 @@ def test_dir_dataset_errors(tmp_path):
 def test_iterate_batches_covers_indices_once():
     x = torch.arange(10).float().unsqueeze(1)
     y = torch.arange(10)
-    seen = [b for _, yb in iterate_batches(x, y, [9, 3, 4, 0, 1], 2) for b in yb.tolist()]
+    seen = [b for _xb, yb in iterate_batches(x, y, [9, 3, 4, 0, 1], 2) for b in yb.tolist()]
     assert seen == [9, 3, 4, 0, 1]

@@ -73,3 +73,26 @@ def test_check_local_dir_writable(tmp_path):
     (tmp_path / "f").write_text("x")
     assert "not a directory" in check_local_dir_writable(str(tmp_path / "f"))
     assert check_local_dir_writable(str(tmp_path / "f" / "sub")) is not None
+
+
+def test_local_files_get_ordinary_permissions(tmp_path):
+    old = os.umask(0o022)
+    try:
+        LocalStorage(str(tmp_path)).write_bytes("model.pt", b"x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "model.pt").stat().st_mode & 0o777 == 0o644
+
+
+def test_launch_std_fix_matches_documented_behaviour():
+    """trainer.launch's Std.from_str (torchrun fix for torch < 2.0 on Python 3.11) and whether this torch needs it."""
+    from torch.distributed.elastic.multiprocessing.api import Std  # pylint: disable=import-outside-toplevel
+
+    from trainer import launch  # pylint: disable=import-outside-toplevel
+
+    assert launch._from_str("0") == Std.NONE and launch._from_str("3") == Std.ALL  # pylint: disable=protected-access
+    assert launch._from_str("0:3,1:0") == {0: Std.ALL, 1: Std.NONE}  # pylint: disable=protected-access
+    with pytest.raises(ValueError):
+        launch._from_str("7")  # pylint: disable=protected-access
+    if int(__import__("torch").__version__.split(".")[0]) >= 2:
+        assert not launch.needs_std_fix()

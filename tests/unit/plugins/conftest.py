@@ -93,7 +93,7 @@ class FakeService(object):
         self.calls.append(("list_jobs", namespace, label_selector))
         if not self.crd:
             raise CrdMissingError("The PyTorchJob CRD is not installed")
-        return [copy.deepcopy(j) for _, j in sorted(self.jobs.items())]
+        return [copy.deepcopy(self.jobs[name]) for name in sorted(self.jobs)]
 
     def list_pods(self, namespace, job_name=None):
         self.calls.append(("list_pods", namespace, job_name))
@@ -105,7 +105,9 @@ class FakeService(object):
         self.calls.append(("list_events", namespace, tuple(object_names)))
         return [e for e in self.events if e["involvedObject"]["name"] in object_names]
 
-    def iter_log(self, namespace, pod, chunk_size=7, container=None, tail_lines=None,
+    chunk_size = 7  # small chunks: lines and UTF-8 split across chunk boundaries
+
+    def iter_log(self, namespace, pod, chunk_size=None, container=None, tail_lines=None,
                  since_seconds=None, previous=False, limit_bytes=None):
         self.calls.append(("iter_log", pod, container, tail_lines, since_seconds, previous, limit_bytes))
         key = (pod, previous)
@@ -117,9 +119,11 @@ class FakeService(object):
         if limit_bytes:
             data = data[:limit_bytes]
 
+        size = chunk_size or self.chunk_size
+
         def chunks():
-            for start in range(0, len(data), chunk_size):
-                yield data[start:start + chunk_size]
+            for start in range(0, len(data), size):
+                yield data[start:start + size]
         return chunks()
 
     def watch_job(self, namespace, name, resource_version, timeout_seconds):

@@ -228,8 +228,8 @@ def test_failing_pod_waiting_then_restarted_then_pod_level():
 
 
 def test_job_summary_succeeded():
-    pods = [load("pods", n) for n in ("succeeded_worker1", "succeeded_master0", "succeeded_worker0",
-                                       "other_kind")]
+    names = ("succeeded_worker1", "succeeded_master0", "succeeded_worker0", "other_kind")
+    pods = [load("pods", n) for n in names]
     summary = pj.job_summary(load("jobs", "succeeded"), pods, now=NOW)
     assert summary["phase"] == "Succeeded" and summary["terminal"] is True
     assert [p["name"] for p in summary["pods"]] == ["mnist-master-0", "mnist-worker-0", "mnist-worker-1"]
@@ -411,9 +411,18 @@ def test_tail_buffer_unbounded_and_zero():
 def test_tail_buffer_memory_bounded_for_large_stream():
     tail = pj.TailBuffer(1024)
     chunk = b"x" * 65535 + b"\n"
-    for _ in range(3200):  # 200 MiB streamed
+    for _chunk_no in range(3200):  # 200 MiB streamed
         tail.feed(chunk)
     assert tail.total == 3200 * 65536
     assert len(tail._buf) <= 3 * 1024 + 65536  # pylint: disable=protected-access
     # no full line fits in the last 1 KiB: the partial line is kept rather than nothing
     assert tail.text() == "x" * 1023 + "\n"
+
+
+def test_fallback_without_master_spec_uses_job_role_label():
+    # without a Master replica the operator labels worker-0 job-role=master
+    worker0 = load("pods", "running_worker0")
+    worker0["metadata"]["labels"]["training.kubeflow.org/job-role"] = "master"
+    summaries = [pj.pod_summary(load("pods", "running_worker1")), pj.pod_summary(worker0)]
+    decision = pj.find_rank0(summaries, {})
+    assert (decision["pod"]["name"], decision["method"]) == ("mnist-worker-0", "fallback-master-0")

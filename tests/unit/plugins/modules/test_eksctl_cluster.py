@@ -343,7 +343,7 @@ def moto_server():
 def ansible_playbook(args, timeout=600):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1", **AWS_ENV)
     return subprocess.run([os.path.join(VENV_BIN, "ansible-playbook")] + args, cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def render_scenario(endpoint, scenario, out):
@@ -417,3 +417,131 @@ def test_role_preflight_rejects_bad_node_group_before_anything(moto_server, tmp_
     assert "nodegroups_groups[0] (cpu) is invalid" in proc.stdout
     assert "Reconcile the EKS cluster" not in proc.stdout
     assert not out.exists()
+
+
+# ---------------------------------------------------------------- role-level idempotence (recording eksctl stand-in)
+STUB = """#!/bin/sh
+echo "$@" >> %(log)s
+case "$1" in
+  version) echo 0.210.0 ;;
+  utils)
+    while [ $# -gt 0 ]; do
+      if [ "$1" = --kubeconfig ]; then
+        shift
+        printf 'apiVersion: v1\\nkind: Config\\ncontexts:\\n  - name: admin@trainfleet.eksctl.io\\n' > "$1"
+      fi
+      shift
+    done ;;
+esac
+"""
+
+
+def seed_cluster(endpoint, region, groups):
+    """What eksctl would have created, put into the moto server through the EKS API."""
+    import boto3
+    eks = boto3.client("eks", region_name=region, endpoint_url=endpoint, aws_access_key_id="testing",
+                       aws_secret_access_key="testing")
+    eks.create_cluster(name="trainfleet", version="1.33", roleArn="arn:aws:iam::123456789012:role/eks",
+                       resourcesVpcConfig={"subnetIds": ["subnet-1", "subnet-2"]},
+                       logging={"clusterLogging": [{"types": ["api", "audit", "authenticator"], "enabled": True}]})
+    for name, itype, (low, desired, high) in groups:
+        eks.create_nodegroup(clusterName="trainfleet", nodegroupName=name, nodeRole="arn:aws:iam::123456789012:role/n",
+                             subnets=["subnet-1"], instanceTypes=[itype],
+                             scalingConfig={"minSize": low, "desiredSize": desired, "maxSize": high})
+
+
+def run_with_stub(endpoint, scenario, tmp_path, *extra):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    log = tmp_path / "eksctl-calls"
+    stub = bin_dir / "eksctl"
+    stub.write_text(STUB % {"log": log})
+    stub.chmod(0o755)
+    args = ["-i", "inventories/aws", "tests/golden/render_eksctl.yml", "-e", "@examples/aws/%s.yml" % scenario,
+            "-e", "trainfleet_aws_endpoint_url=%s" % endpoint, "-e", "golden_out=%s" % (tmp_path / "out.yaml"),
+            "-e", "eks_cluster_eksctl_install_method=path", "-e", "trainfleet_kubeconfig=%s" % (tmp_path / "kc"),
+            "-e", "eks_cluster_config_path=%s" % (tmp_path / "cfg.yaml")] + list(extra)
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = "%s:%s" % (bin_dir, old_path)
+    try:
+        proc = ansible_playbook(args)
+    finally:
+        os.environ["PATH"] = old_path
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    calls = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return proc.stdout, [c for c in calls if c != "version"]
+
+
+def recap_changed(stdout):
+    line = [l for l in stdout.splitlines() if l.startswith("localhost")][-1]
+    return int(line.split("changed=")[1].split()[0])
+
+
+def test_roles_change_nothing_when_the_cluster_matches(moto_server, tmp_path):
+    seed_cluster(moto_server, "us-east-1", [("cpu", "m5.large", (1, 2, 3))])
+    out, calls = run_with_stub(moto_server, "cpu", tmp_path)
+    # First run: only the missing kubeconfig is written.
+    assert calls == ["utils write-kubeconfig --cluster trainfleet --region us-east-1 --kubeconfig %s" % (tmp_path / "kc")]
+    out, calls = run_with_stub(moto_server, "cpu", tmp_path)
+    assert calls == [] and recap_changed(out) == 0, out[-2500:]
+    assert "actions: none" in out
+
+
+def test_scale_accelerators_to_zero_calls_eksctl_scale(moto_server, tmp_path):
+    seed_cluster(moto_server, "us-west-2", [("system", "m5.xlarge", (1, 1, 2)), ("gpu", "g5.12xlarge", (0, 2, 4))])
+    out, calls = run_with_stub(moto_server, "gpu", tmp_path, "-e", "nodegroups_scale_accelerators_to_zero=true")
+    scale = [c for c in calls if c.startswith("scale nodegroup")]
+    assert len(scale) == 1, calls
+    assert "--name gpu --nodes 0 --nodes-min 0 --nodes-max 4" in scale[0]
+    assert not [c for c in calls if c.startswith(("create", "delete", "upgrade"))]
+
+
+# ---------------------------------------------------------------- device plugin and storage manifests
+MANIFESTS = ("nvidia-device-plugin", "neuron-rbac", "neuron-device-plugin", "efa-device-plugin", "fsx", "efs", "hostpath")
+
+
+@pytest.fixture(scope="module")
+def manifests(tmp_path_factory):
+    out = tmp_path_factory.mktemp("manifests")
+    proc = ansible_playbook(["-i", "inventories/aws", "tests/golden/render_manifests.yml", "-e", "manifests_out=%s" % out])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return dict((name, [d for d in yaml.safe_load_all((out / ("%s.yaml" % name)).read_text()) if d])
+                for name in MANIFESTS)
+
+
+def test_manifests_are_well_formed(manifests):
+    for name, docs in manifests.items():
+        assert docs, name
+        for doc in docs:
+            assert doc["apiVersion"] and doc["kind"] and doc["metadata"]["name"], (name, doc)
+            assert doc["metadata"].get("labels", {}).get("app.kubernetes.io/managed-by") == "trainfleet", (name, doc)
+
+
+def test_device_plugins_select_their_nodes_and_pin_versions(manifests):
+    nvidia = manifests["nvidia-device-plugin"][0]["spec"]["template"]["spec"]
+    term = nvidia["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert term["matchExpressions"][0] == {"key": "trainfleet.io/kind", "operator": "In", "values": ["gpu"]}
+    assert nvidia["containers"][0]["image"].endswith(":v0.17.2")
+    neuron = manifests["neuron-device-plugin"][0]["spec"]["template"]["spec"]
+    assert neuron["serviceAccountName"] == "neuron-device-plugin"
+    assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in neuron["tolerations"]
+    kinds = [d["kind"] for d in manifests["neuron-rbac"]]
+    assert kinds == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"]
+    efa = manifests["efa-device-plugin"][0]
+    assert efa["metadata"]["name"] != "aws-efa-k8s-device-plugin-daemonset"  # never overwrites eksctl's
+    assert efa["spec"]["template"]["spec"]["nodeSelector"] == {"trainfleet.io/efa": "true"}
+
+
+def test_storage_manifests(manifests):
+    fsx = dict((d["kind"], d) for d in manifests["fsx"])
+    assert fsx["StorageClass"]["provisioner"] == "fsx.csi.aws.com"
+    params_ = fsx["StorageClass"]["parameters"]
+    assert params_["subnetId"].startswith("subnet-") and params_["securityGroupIds"].startswith("sg-")
+    assert params_["s3ImportPath"] == params_["s3ExportPath"] == "s3://trainfleet-data/train"
+    assert fsx["PersistentVolumeClaim"]["spec"]["resources"]["requests"]["storage"] == "1200Gi"
+    assert fsx["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteMany"]
+    local = dict((d["kind"], d) for d in manifests["hostpath"])
+    assert local["PersistentVolume"]["spec"]["hostPath"]["type"] == "DirectoryOrCreate"
+    assert local["PersistentVolumeClaim"]["spec"]["volumeName"] == local["PersistentVolume"]["metadata"]["name"]
+    assert dict((d["kind"], d) for d in manifests["efs"])["StorageClass"]["parameters"]["fileSystemId"].startswith("fs-")

@@ -132,7 +132,8 @@ def test_wait_succeeds_with_transitions(run_module, fake_time, fake_service, loa
     assert [t["phase"] for t in result["transitions"]] == ["Created", "Running", "Succeeded"]
     assert result["job"]["phase"] == "Succeeded"
     assert result["waited_seconds"] == 2.0
-    assert len(logged) == 3 and "phase Running" in logged[1]
+    progress_logs = [m for m in logged if m.startswith("pytorchjob training/mnist:")]
+    assert len(progress_logs) == 3 and "phase Running after 1.0s" in progress_logs[1]
     lines = [json.loads(line) for line in progress.read_text().splitlines()]
     assert [line["phase"] for line in lines] == ["Created", "Running", "Succeeded"]
     assert lines[0]["job"] == "training/mnist"

@@ -1,0 +1,220 @@
+# -*- coding: utf-8 -*-
+"""pytorchjob_logs: rank-0 detection, bounded streaming, files, check mode, errors."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.trainfleet.training.plugins.modules import pytorchjob_logs as module
+
+
+@pytest.fixture
+def elastic(fake_service, load, load_log):
+    """A job where torchrun made worker-1 rank 0 (master-0 got ranks 2-3)."""
+    def make(**kwargs):
+        return fake_service(
+            jobs={"mnist": load("jobs", "succeeded")},
+            pods=[load("pods", "running_worker1"), load("pods", "running_master"), load("pods", "running_worker0")],
+            logs={("mnist-master-0", False): load_log("elastic_master0"),
+                  ("mnist-worker-0", False): load_log("elastic_worker0"),
+                  ("mnist-worker-1", False): load_log("elastic_worker1")},
+            **kwargs)
+    return make
+
+
+def test_rank0_is_found_from_the_trainer_log(run_module, elastic):
+    service = elastic()
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training"}, service)
+    assert not failed
+    assert result["changed"] is False
+    assert result["pod"] == "mnist-worker-1"
+    assert result["replica_type"] == "worker" and result["replica_index"] == 1
+    assert result["method"] == "trainer-log"
+    assert result["rank"] == 0 and result["ranks"] == [0, 1] and result["group_rank"] == 0
+    assert result["container"] == "pytorch"
+    assert result["log_lines"][-1].startswith("trainfleet-result:")
+    assert result["trainer_result"]["final_accuracy"] == 0.95
+    assert result["truncated"] is False
+    assert result["bytes"] == len(result["log"].encode()) == result["returned_bytes"]
+    assert result["path"] is None
+    assert [s["pod"] for s in result["scanned"]] == ["mnist-master-0", "mnist-worker-0", "mnist-worker-1"]
+    assert [s["ranks"] for s in result["scanned"]] == [[2, 3], [4, 5], [0, 1]]
+    # the scan reads only the head of each log
+    scans = [c for c in service.calls if c[0] == "iter_log" and c[6] == 1048576]
+    assert len(scans) == 3
+
+
+def test_rank0_by_torchrun_log(run_module, fake_service, load, load_log):
+    service = fake_service(jobs={"mnist": load("jobs", "running")},
+                           pods=[load("pods", "running_master"), load("pods", "running_worker0")],
+                           logs={("mnist-master-0", False): load_log("torchrun_only_group1"),
+                                 ("mnist-worker-0", False): load_log("torchrun_only_group0")})
+    failed, result = run_module(module, {"name": "mnist"}, service)
+    assert not failed
+    assert (result["pod"], result["method"], result["ranks"]) == ("mnist-worker-0", "torchrun-log", [0])
+
+
+def test_fallback_master0_when_logs_say_nothing(run_module, fake_service, load, load_log):
+    service = fake_service(jobs={"mnist": load("jobs", "running")},
+                           pods=[load("pods", "running_worker0"), load("pods", "running_master")],
+                           logs={("mnist-master-0", False): load_log("plain"),
+                                 ("mnist-worker-0", False): load_log("plain")})
+    failed, result = run_module(module, {"name": "mnist"}, service)
+    assert not failed
+    assert (result["pod"], result["method"], result["ranks"]) == ("mnist-master-0", "fallback-master-0", [])
+
+
+def test_unreadable_pod_does_not_stop_the_scan(run_module, fake_service, load, load_log):
+    service = fake_service(jobs={"mnist": load("jobs", "created")},
+                           pods=[load("pods", "running_master"), load("pods", "imagepullbackoff")],
+                           logs={("mnist-master-0", False): load_log("torchrun_only_group0")})
+    failed, result = run_module(module, {"name": "mnist"}, service)
+    assert not failed
+    assert result["pod"] == "mnist-master-0"
+    assert "waiting to start" in result["scanned"][1]["error"]
+
+
+def test_max_bytes_keeps_the_end(run_module, elastic):
+    failed, result = run_module(module, {"name": "mnist", "max_bytes": 300}, elastic())
+    assert not failed
+    assert result["truncated"] is True
+    assert result["returned_bytes"] <= 300
+    assert result["bytes"] > 300
+    assert result["log_lines"][-1].startswith("trainfleet-result:")
+    assert result["trainer_result"]["epochs"] == 2
+
+
+def test_max_bytes_zero_returns_no_text(run_module, elastic, tmp_path):
+    dest = tmp_path / "rank0.log"
+    failed, result = run_module(module, {"name": "mnist", "max_bytes": 0, "dest": str(dest)}, elastic())
+    assert not failed
+    assert result["log"] == "" and result["log_lines"] == []
+    assert dest.read_bytes().endswith(b'"duration_s": 280.1}\n')
+    assert result["bytes"] == dest.stat().st_size
+
+
+def test_tail_lines_since_previous_are_passed(run_module, elastic, load_log):
+    service = elastic()
+    service.logs[("mnist-worker-1", True)] = load_log("elastic_worker1")
+    service.logs[("mnist-master-0", True)] = load_log("elastic_master0")
+    service.logs[("mnist-worker-0", True)] = load_log("elastic_worker0")
+    failed, result = run_module(module, {"name": "mnist", "tail_lines": 2, "since_seconds": 600,
+                                         "previous": True, "container": "pytorch"}, service)
+    assert not failed
+    assert len(result["log_lines"]) == 2
+    final = [c for c in service.calls if c[0] == "iter_log"][-1]
+    assert final == ("iter_log", "mnist-worker-1", "pytorch", 2, 600, True, None)
+
+
+def test_dest_written_then_unchanged(run_module, elastic, tmp_path):
+    dest = tmp_path / "rank0.log"
+    failed, result = run_module(module, {"name": "mnist", "dest": str(dest)}, elastic())
+    assert not failed and result["changed"] is True and result["path"] == str(dest)
+    assert dest.read_text() == result["log"]
+    failed, again = run_module(module, {"name": "mnist", "dest": str(dest)}, elastic())
+    assert not failed and again["changed"] is False
+    assert [p for p in os.listdir(str(tmp_path)) if p.startswith(".pytorchjob_logs.")] == []
+
+
+def test_dest_check_mode_writes_nothing_but_says_it_would(run_module, elastic, tmp_path):
+    dest = tmp_path / "rank0.log"
+    failed, result = run_module(module, {"name": "mnist", "dest": str(dest)}, elastic(), check_mode=True)
+    assert not failed
+    assert result["changed"] is True
+    assert not dest.exists()
+    assert os.listdir(str(tmp_path)) == []
+    assert result["log_lines"][-1].startswith("trainfleet-result:")
+
+
+def test_all_ranks_writes_one_file_per_pod(run_module, elastic, tmp_path):
+    out = tmp_path / "logs"
+    failed, result = run_module(module, {"name": "mnist", "all_ranks": True, "dest_dir": str(out)}, elastic())
+    assert not failed
+    assert result["changed"] is True
+    expected = ["master-0-ranks2-3.log", "worker-0-ranks4-5.log", "worker-1-ranks0-1.log"]
+    assert sorted(os.listdir(str(out))) == expected
+    assert "log" not in result
+    assert result["pod"] == "mnist-worker-1"
+    files = dict((f["pod"], f) for f in result["files"])
+    assert files["mnist-worker-1"]["bytes"] == (out / "worker-1-ranks0-1.log").stat().st_size
+    failed, again = run_module(module, {"name": "mnist", "all_ranks": True, "dest_dir": str(out)}, elastic())
+    assert again["changed"] is False
+
+
+def test_all_ranks_check_mode(run_module, elastic, tmp_path):
+    out = tmp_path / "logs"
+    failed, result = run_module(module, {"name": "mnist", "all_ranks": True, "dest_dir": str(out)}, elastic(),
+                                check_mode=True)
+    assert not failed and result["changed"] is True
+    assert not out.exists()
+
+
+def test_all_ranks_records_unreadable_pods(run_module, fake_service, load, load_log, tmp_path):
+    service = fake_service(jobs={"mnist": load("jobs", "created")},
+                           pods=[load("pods", "running_master"), load("pods", "imagepullbackoff")],
+                           logs={("mnist-master-0", False): load_log("plain")})
+    failed, result = run_module(module, {"name": "mnist", "all_ranks": True, "dest_dir": str(tmp_path)}, service)
+    assert not failed
+    assert result["files"][1]["error"].startswith("Cannot read the log")
+    assert sorted(os.listdir(str(tmp_path))) == ["master-0-rank-unknown.log"]
+
+
+def test_streams_large_log_with_bounded_memory(run_module, fake_service, load, load_log):
+    big = load_log("elastic_worker1") + b"".join(b"step %08d loss=0.1\n" % i for i in range(200000))
+    service = fake_service(jobs={"mnist": load("jobs", "running")}, pods=[load("pods", "running_worker1")],
+                           logs={("mnist-worker-1", False): big})
+    service.chunk_size = 65536
+    failed, result = run_module(module, {"name": "mnist", "max_bytes": 4096}, service)
+    assert not failed
+    assert result["bytes"] == len(big)
+    assert result["returned_bytes"] <= 4096
+    assert result["log_lines"][-1] == "step 00199999 loss=0.1"
+
+
+def test_no_pods(run_module, fake_service, load):
+    failed, result = run_module(module, {"name": "mnist"}, fake_service(jobs={"mnist": load("jobs", "succeeded")}))
+    assert failed
+    assert "has no pods" in result["msg"]
+
+
+def test_missing_job_and_crd(run_module, fake_service):
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training"}, fake_service())
+    assert failed and result["msg"] == "PyTorchJob training/mnist not found."
+    failed, result = run_module(module, {"name": "mnist"}, fake_service(crd=False))
+    assert failed and "CRD" in result["msg"]
+
+
+def test_rank0_log_unreadable_fails(run_module, fake_service, load):
+    service = fake_service(jobs={"mnist": load("jobs", "created")}, pods=[load("pods", "imagepullbackoff")])
+    failed, result = run_module(module, {"name": "mnist"}, service)
+    assert failed
+    assert "waiting to start" in result["msg"]
+
+
+@pytest.mark.parametrize("args,message", [
+    ({}, "missing required arguments: name"),
+    ({"name": "a", "all_ranks": True}, "all_ranks is True but all of the following are missing: dest_dir"),
+    ({"name": "a", "all_ranks": True, "dest_dir": "/tmp", "dest": "/tmp/x"}, "mutually exclusive"),
+    ({"name": "a", "max_bytes": -1}, "max_bytes must be 0 or more"),
+    ({"name": "a", "tail_lines": -5}, "tail_lines must be 0 or more"),
+    ({"name": "a", "rank_scan_bytes": 0}, "rank_scan_bytes must be more than 0"),
+])
+def test_argument_errors(run_module, fake_service, args, message):
+    failed, result = run_module(module, args, fake_service())
+    assert failed
+    assert message in result["msg"]
+
+
+def test_dest_is_a_directory(run_module, fake_service, tmp_path):
+    failed, result = run_module(module, {"name": "a", "dest": str(tmp_path)}, fake_service())
+    assert failed and "is a directory" in result["msg"]
+
+
+def test_container_defaults(load):
+    pod = load("pods", "running_master")
+    assert module._container_for(pod, None) == "pytorch"  # pylint: disable=protected-access
+    assert module._container_for(pod, "sidecar") == "sidecar"  # pylint: disable=protected-access
+    pod["spec"]["containers"] = [{"name": "trainer"}, {"name": "sidecar"}]
+    assert module._container_for(pod, None) == "trainer"  # pylint: disable=protected-access

@@ -1,0 +1,655 @@
+# -*- coding: utf-8 -*-
+"""Role pytorchjob: the PyTorchJob template and the preflight checks.
+
+The template is rendered with Jinja2 configured like Ansible's template engine (trim_blocks, the
+ansible.builtin core filters) from the role's defaults plus per-case overrides, then checked
+for the PyTorchJob shape the training operator v1.9 accepts. The preflight tests run the role
+with ansible-playbook in check mode against localhost (no cluster needed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import jinja2
+import jinja2.nativetypes
+import pytest
+import yaml
+
+from ansible.plugins.filter.core import FilterModule as CoreFilters
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+ROLE = os.path.join(ROOT, "roles", "pytorchjob")
+TEMPLATE = os.path.join(ROLE, "templates", "pytorchjob.yaml.j2")
+FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "pytorchjob_role")
+PLAYBOOK_TIMEOUT = 300
+
+SHARED = {
+    "trainfleet_platform": "local",
+    "trainfleet_name": "trainfleet",
+    "trainfleet_cache_dir": "/tmp/trainfleet-test-cache",
+    "trainfleet_aws_region": "us-east-1",
+    "trainfleet_tags": {"project": "trainfleet"},
+}
+IMAGE = "localhost:5001/trainfleet/trainer:test"
+DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+# The Ansible filters the template and the defaults use; everything else is Jinja2's own.
+ANSIBLE_FILTERS = ("combine", "regex_replace", "to_json", "bool")
+
+
+def _filters():
+    core = CoreFilters().filters()
+    return {name: core[name] for name in ANSIBLE_FILTERS}
+
+
+def _lookup(kind, *args, **_kwargs):
+    if kind == "ansible.builtin.env":
+        return os.environ.get(args[0], "")
+    raise AssertionError("unexpected lookup %s in the role defaults" % kind)
+
+
+def _resolve(variables):
+    """Resolve templated defaults ("{{ ... }}") the way Ansible does lazily: repeat until stable."""
+    env = jinja2.nativetypes.NativeEnvironment(undefined=jinja2.StrictUndefined)
+    env.filters.update(_filters())
+    env.globals["lookup"] = _lookup
+    resolved = dict(variables)
+    for _ in range(6):
+        changed = False
+        for key, value in list(resolved.items()):
+            if isinstance(value, str) and "{{" in value:
+                try:
+                    new = env.from_string(value).render(**resolved)
+                except jinja2.UndefinedError:
+                    continue
+                if new != value:
+                    resolved[key] = new
+                    changed = True
+        if not changed:
+            break
+    left = [k for k, v in resolved.items() if isinstance(v, str) and "{{" in v]
+    assert not left, "unresolved variables: %s" % left
+    return resolved
+
+
+def role_vars(**overrides):
+    with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
+        defaults = yaml.safe_load(handle)
+    variables = dict(SHARED)
+    variables.update(defaults)
+    variables["pytorchjob_image"] = IMAGE
+    variables.update(overrides)
+    return _resolve(variables)
+
+
+def render_text(variables):
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(os.path.dirname(TEMPLATE)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(_filters())
+    return env.get_template(os.path.basename(TEMPLATE)).render(**variables)
+
+
+def render(**overrides):
+    variables = role_vars(**overrides)
+    text = render_text(variables)
+    docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    assert len(docs) == 1, text
+    job = docs[0]
+    check_pytorchjob_shape(job)
+    return job, text
+
+
+def check_pytorchjob_shape(job):
+    """The structure the operator's CRD schema and validating webhook (v1.9) require."""
+    assert job["apiVersion"] == "kubeflow.org/v1"
+    assert job["kind"] == "PyTorchJob"
+    assert DNS_1035.match(job["metadata"]["name"])
+    assert job["metadata"]["namespace"]
+    spec = job["spec"]
+    assert isinstance(spec["nprocPerNode"], str)
+    specs = spec["pytorchReplicaSpecs"]
+    assert specs and set(specs) <= {"Master", "Worker"}
+    if "Master" in specs:
+        assert specs["Master"]["replicas"] == 1
+    assert spec["runPolicy"]["cleanPodPolicy"] in ("None", "Running", "All")
+    assert isinstance(spec["runPolicy"]["backoffLimit"], int)
+    for rtype, rspec in specs.items():
+        assert isinstance(rspec["replicas"], int) and rspec["replicas"] >= 1, rtype
+        assert rspec["restartPolicy"] in ("Always", "OnFailure", "Never", "ExitCode")
+        pod = rspec["template"]["spec"]
+        containers = pod["containers"]
+        assert containers[0]["name"] == "pytorch"
+        assert containers[0]["image"]
+        ports = {p["name"]: p["containerPort"] for p in containers[0]["ports"]}
+        assert "pytorchjob-port" in ports
+        assert all(isinstance(a, str) for a in containers[0]["command"] + containers[0].get("args", []))
+        names = [e["name"] for e in containers[0]["env"]]
+        assert len(names) == len(set(names)), "duplicate env names %s" % names
+        for entry in containers[0]["env"]:
+            assert set(entry) in ({"name", "value"}, {"name", "valueFrom"}), entry
+            if "value" in entry:
+                assert isinstance(entry["value"], str), entry
+        volume_names = {v["name"] for v in pod.get("volumes", [])}
+        for mount in containers[0].get("volumeMounts", []):
+            assert mount["name"] in volume_names, mount
+    if "elasticPolicy" in spec:
+        assert "Master" not in specs
+        policy = spec["elasticPolicy"]
+        assert "nProcPerNode" not in policy  # deprecated in v1.9, forbidden with spec.nprocPerNode
+        assert policy["minReplicas"] <= specs["Worker"]["replicas"] <= policy["maxReplicas"]
+
+
+def container(job, rtype):
+    return job["spec"]["pytorchReplicaSpecs"][rtype]["template"]["spec"]["containers"][0]
+
+
+def pod_spec(job, rtype):
+    return job["spec"]["pytorchReplicaSpecs"][rtype]["template"]["spec"]
+
+
+def env_of(job, rtype):
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container(job, rtype)["env"]}
+
+
+# --------------------------------------------------------------------------- template cases
+
+
+def test_static_master_worker_cpu_job():
+    job, text = render(
+        pytorchjob_name="digits-static",
+        pytorchjob_namespace="training",
+        pytorchjob_worker_replicas=2,
+        pytorchjob_trainer_backend="gloo",
+        pytorchjob_aws_endpoint_url="http://172.18.0.1:5050",
+        pytorchjob_aws_credentials_secret="aws-local",
+        pytorchjob_aws_credentials_create=True,
+        pytorchjob_aws_access_key_id="AKIDLOCALTEST",
+        pytorchjob_aws_secret_access_key="s3cr3t-never-rendered",
+        pytorchjob_s3_bucket="trainfleet-local",
+        pytorchjob_s3_prefix="/runs/",
+        pytorchjob_active_deadline_seconds=600,
+        pytorchjob_ttl_seconds_after_finished=0,
+    )
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    assert specs["Master"]["replicas"] == 1
+    assert specs["Worker"]["replicas"] == 2
+    assert "elasticPolicy" not in job["spec"]
+    assert job["spec"]["nprocPerNode"] == "1"
+    assert job["spec"]["runPolicy"] == {"backoffLimit": 2, "cleanPodPolicy": "None", "activeDeadlineSeconds": 600}
+    for rtype in ("Master", "Worker"):
+        c = container(job, rtype)
+        assert c["image"] == IMAGE
+        assert c["command"] == ["python3", "-m", "trainer.launch"]  # torchrun + the image's torch 1.13 fix
+        # torchrun takes nnodes/node rank/master addr+port from the operator's PET_* variables
+        assert c["args"] == [
+            "--nproc_per_node=1", "-m", "trainer.train",
+            "--dataset=digits", "--epochs=5", "--batch-size=64", "--backend=gloo",
+            "--output-dir=s3://trainfleet-local/runs/digits-static",
+        ]
+        assert not any(a.startswith(("--nnodes", "--node", "--master", "--rdzv")) for a in c["args"])
+        assert c["ports"] == [{"name": "pytorchjob-port", "containerPort": 23456, "protocol": "TCP"}]
+        env = env_of(job, rtype)
+        assert env["AWS_ENDPOINT_URL"] == "http://172.18.0.1:5050"
+        assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"] == "us-east-1"
+        assert env["TRAINFLEET_S3_BUCKET"] == "trainfleet-local"
+        assert env["AWS_ACCESS_KEY_ID"] == {"secretKeyRef": {"name": "aws-local", "key": "AWS_ACCESS_KEY_ID"}}
+        assert env["AWS_SECRET_ACCESS_KEY"] == {"secretKeyRef": {"name": "aws-local", "key": "AWS_SECRET_ACCESS_KEY"}}
+        assert c["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
+        assert "volumes" not in pod_spec(job, rtype)
+        assert "serviceAccountName" not in pod_spec(job, rtype)
+        assert specs[rtype]["restartPolicy"] == "OnFailure"
+        labels = specs[rtype]["template"]["metadata"]["labels"]
+        assert labels["app.kubernetes.io/instance"] == "digits-static"
+    # credentials never appear in the manifest, only the Secret's name
+    assert "s3cr3t-never-rendered" not in text and "AKIDLOCALTEST" not in text
+
+
+def test_elastic_c10d_job():
+    job, _ = render(
+        pytorchjob_name="digits-elastic",
+        pytorchjob_elastic=True,
+        pytorchjob_master_replicas=0,
+        pytorchjob_worker_replicas=2,
+        pytorchjob_elastic_min_replicas=1,
+        pytorchjob_elastic_max_replicas=3,
+        pytorchjob_elastic_max_restarts=5,
+        pytorchjob_elastic_rdzv_conf={"join_timeout": 900, "last_call_timeout": "30"},
+        pytorchjob_nproc_per_node=2,
+        pytorchjob_restart_policy="Never",
+    )
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    assert list(specs) == ["Worker"]
+    assert specs["Worker"]["replicas"] == 2
+    assert job["spec"]["elasticPolicy"] == {
+        "rdzvBackend": "c10d",
+        "rdzvId": "digits-elastic",
+        "minReplicas": 1,
+        "maxReplicas": 3,
+        "maxRestarts": 5,
+        "rdzvConf": [{"key": "join_timeout", "value": "900"}, {"key": "last_call_timeout", "value": "30"}],
+    }
+    assert job["spec"]["nprocPerNode"] == "2"
+    args = container(job, "Worker")["args"]
+    # nproc is explicit (without a Master the operator does not inject PET_NPROC_PER_NODE);
+    # the rendezvous (PET_RDZV_*), nnodes (min:max) and max restarts come from the operator.
+    assert args[:3] == ["--nproc_per_node=2", "-m", "trainer.train"]
+    assert not any(a.startswith(("--nnodes", "--rdzv", "--max", "--node")) for a in args)
+
+
+def test_elastic_max_replicas_defaults_to_worker_count():
+    job, _ = render(pytorchjob_elastic=True, pytorchjob_master_replicas=0, pytorchjob_worker_replicas=4)
+    assert job["spec"]["elasticPolicy"]["maxReplicas"] == 4
+    assert job["spec"]["elasticPolicy"]["minReplicas"] == 1
+    assert "rdzvConf" not in job["spec"]["elasticPolicy"]
+
+
+def test_gpu_job_with_resources_tolerations_and_node_selector():
+    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    job, _ = render(
+        pytorchjob_gpus=4,
+        pytorchjob_nproc_per_node=4,
+        pytorchjob_trainer_backend="nccl",
+        pytorchjob_cpu_request="8",
+        pytorchjob_cpu_limit="16",
+        pytorchjob_memory_request="64Gi",
+        pytorchjob_memory_limit="96Gi",
+        pytorchjob_node_selector={"node.kubernetes.io/instance-type": "g5.12xlarge"},
+        pytorchjob_tolerations=tolerations,
+        pytorchjob_shm_size="8Gi",
+        pytorchjob_service_account="trainfleet-trainer",
+        pytorchjob_image_pull_secrets=["regcred"],
+    )
+    for rtype in ("Master", "Worker"):
+        c = container(job, rtype)
+        assert c["resources"] == {
+            "requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": 4},
+            "limits": {"cpu": "16", "memory": "96Gi", "nvidia.com/gpu": 4},
+        }
+        pod = pod_spec(job, rtype)
+        assert pod["tolerations"] == tolerations
+        assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "g5.12xlarge"}
+        assert pod["serviceAccountName"] == "trainfleet-trainer"
+        assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+        assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}} in pod["volumes"]
+        assert {"name": "dshm", "mountPath": "/dev/shm"} in c["volumeMounts"]
+        assert "--backend=nccl" in c["args"] and c["args"][0] == "--nproc_per_node=4"
+    assert job["spec"]["nprocPerNode"] == "4"
+
+
+def test_trainium_efa_job_with_fsx_claim_and_shm():
+    job, _ = render(
+        pytorchjob_name="bert-trn1",
+        pytorchjob_worker_replicas=1,
+        pytorchjob_nproc_per_node=32,
+        pytorchjob_neuron_devices=16,
+        pytorchjob_efa_devices=8,
+        pytorchjob_cpu_request="120",
+        pytorchjob_memory_request="480Gi",
+        pytorchjob_memory_limit="",
+        pytorchjob_node_selector={"node.kubernetes.io/instance-type": "trn1.32xlarge"},
+        pytorchjob_tolerations=[{"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}],
+        pytorchjob_pvc_claim_name="fsx-claim",
+        pytorchjob_pvc_mount_path="/fsx",
+        pytorchjob_shm_size="64Gi",
+        pytorchjob_trainer_snapshot_dir="/fsx/snapshots/bert-trn1",
+        pytorchjob_security_context={"fsGroup": 10001},
+        pytorchjob_service_account="trainfleet-trainer",
+        pytorchjob_env=[{"name": "FI_PROVIDER", "value": "efa"}, {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"}],
+    )
+    for rtype in ("Master", "Worker"):
+        c = container(job, rtype)
+        assert c["resources"]["requests"] == {
+            "cpu": "120", "memory": "480Gi", "aws.amazon.com/neuron": 16, "vpc.amazonaws.com/efa": 8}
+        assert c["resources"]["limits"] == {"aws.amazon.com/neuron": 16, "vpc.amazonaws.com/efa": 8}
+        pod = pod_spec(job, rtype)
+        assert pod["volumes"] == [
+            {"name": "data", "persistentVolumeClaim": {"claimName": "fsx-claim", "readOnly": False}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}},
+        ]
+        assert c["volumeMounts"] == [
+            {"name": "data", "mountPath": "/fsx", "readOnly": False},
+            {"name": "dshm", "mountPath": "/dev/shm"},
+        ]
+        assert "--snapshot-dir=/fsx/snapshots/bert-trn1" in c["args"]
+        assert pod["securityContext"] == {"fsGroup": 10001}
+        env = env_of(job, rtype)
+        assert env["FI_PROVIDER"] == "efa"
+        # no static credentials on AWS: Pod Identity through the service account
+        assert "AWS_ACCESS_KEY_ID" not in env and "AWS_ENDPOINT_URL" not in env
+    assert job["spec"]["nprocPerNode"] == "32"
+
+
+def test_plain_torchrun_launcher():
+    job, _ = render(pytorchjob_launcher=["torchrun"])
+    assert container(job, "Master")["command"] == ["torchrun"]
+    assert container(job, "Master")["args"][:3] == ["--nproc_per_node=1", "-m", "trainer.train"]
+
+
+def test_custom_command_and_args_are_used_verbatim():
+    job, _ = render(
+        pytorchjob_command=["python", "-m", "torch.distributed.run"],
+        pytorchjob_args=["--nproc_per_node=1", "my_script.py", "--lr", "0.1"],
+    )
+    c = container(job, "Master")
+    assert c["command"] == ["python", "-m", "torch.distributed.run"]
+    assert c["args"] == ["--nproc_per_node=1", "my_script.py", "--lr", "0.1"]
+
+
+def test_extra_torchrun_and_trainer_args_and_output_dir():
+    job, _ = render(
+        pytorchjob_torchrun_extra_args=["--log_dir=/tmp/torchrun", "--tee=3"],
+        pytorchjob_trainer_extra_args=["--model=cnn", "--seed=7"],
+        pytorchjob_trainer_output_dir="/data/out",
+    )
+    args = container(job, "Worker")["args"]
+    assert args[:5] == ["--nproc_per_node=1", "--log_dir=/tmp/torchrun", "--tee=3", "-m", "trainer.train"]
+    assert args[-3:] == ["--output-dir=/data/out", "--model=cnn", "--seed=7"]
+    assert env_of(job, "Worker")["TRAINFLEET_OUTPUT_DIR"] == "/data/out"
+
+
+def test_run_policy_and_labels():
+    job, text = render(
+        pytorchjob_backoff_limit=0,
+        pytorchjob_active_deadline_seconds=0,
+        pytorchjob_ttl_seconds_after_finished=3600,
+        pytorchjob_clean_pod_policy="All",
+        pytorchjob_restart_policy="ExitCode",
+        pytorchjob_labels={"team": "ml"},
+        pytorchjob_annotations={"note": "a: b # not a comment"},
+        pytorchjob_pod_annotations={"sidecar.istio.io/inject": "false"},
+    )
+    assert job["spec"]["runPolicy"] == {"backoffLimit": 0, "cleanPodPolicy": "All", "ttlSecondsAfterFinished": 3600}
+    assert job["metadata"]["labels"]["team"] == "ml"
+    assert job["metadata"]["annotations"] == {"note": "a: b # not a comment"}
+    tmpl = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    assert tmpl["metadata"]["labels"]["team"] == "ml"
+    assert tmpl["metadata"]["annotations"] == {
+        "kubectl.kubernetes.io/default-container": "pytorch", "sidecar.istio.io/inject": "false"}
+    assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] == "ExitCode"
+
+
+def test_master_only_job_has_no_worker_spec():
+    job, _ = render(pytorchjob_worker_replicas=0)
+    assert list(job["spec"]["pytorchReplicaSpecs"]) == ["Master"]
+
+
+@pytest.mark.parametrize("platform", ["local", "aws"])
+def test_inventory_examples_render(platform):
+    """The inventories' train.yml examples produce valid jobs."""
+    with open(os.path.join(ROOT, "inventories", platform, "group_vars", "all", "train.yml")) as handle:
+        inventory = yaml.safe_load(handle)
+    overrides = dict(inventory)
+    overrides["trainfleet_platform"] = platform
+    overrides["trainer_image_ref"] = IMAGE
+    overrides["local_aws_pod_endpoint_url"] = "http://172.18.0.1:5050"
+    job, text = render(**overrides)
+    env = env_of(job, "Master")
+    if platform == "local":
+        assert env["AWS_ENDPOINT_URL"] == "http://172.18.0.1:5050"
+        assert env["AWS_SECRET_ACCESS_KEY"] == {
+            "secretKeyRef": {"name": "trainfleet-aws-local", "key": "AWS_SECRET_ACCESS_KEY"}}
+        assert "testing" not in text
+        assert container(job, "Master")["args"][-1] == "--output-dir=s3://trainfleet-local/training/trainfleet-digits"
+    else:
+        assert "AWS_ENDPOINT_URL" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+        assert pod_spec(job, "Master")["serviceAccountName"] == "trainfleet-trainer"
+        assert pod_spec(job, "Master")["volumes"][0]["persistentVolumeClaim"]["claimName"]
+        assert pod_spec(job, "Master")["securityContext"] == {"fsGroup": 10001}
+
+
+# --------------------------------------------------------------------------- preflight (ansible-playbook)
+
+
+def _env(tmp_path):
+    env = dict(os.environ)
+    env["ANSIBLE_CONFIG"] = os.path.join(ROOT, "ansible.cfg")
+    env["PATH"] = os.path.join(ROOT, ".venv", "bin") + os.pathsep + env.get("PATH", "")
+    env["ANSIBLE_NOCOLOR"] = "1"
+    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_path / "ansible-tmp")
+    return env
+
+
+def _playbook(args, tmp_path):
+    playbook_bin = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    if not os.path.exists(playbook_bin):
+        playbook_bin = "ansible-playbook"
+    cmd = [playbook_bin, "-i", "localhost,", "-e", json.dumps({"ansible_python_interpreter": sys.executable})] + args
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True,
+                          timeout=PLAYBOOK_TIMEOUT)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _run_role(tmp_path, extra_vars, check=True):
+    variables = dict(SHARED)
+    variables["trainfleet_cache_dir"] = str(tmp_path / "cache")
+    variables["pytorchjob_image"] = IMAGE
+    variables.update(extra_vars)
+    args = [os.path.join(FIXTURES, "role.yml"), "-e", json.dumps(variables)]
+    if check:
+        args.append("--check")
+    return _playbook(args, tmp_path)
+
+
+BAD_INPUTS = {
+    "name-not-dns-label": ({"pytorchjob_name": "Bad_Name"}, "pytorchjob_name"),
+    "name-too-long": ({"pytorchjob_name": "a" * 49}, "pytorchjob_name"),
+    "image-empty": ({"pytorchjob_image": ""}, "pytorchjob_image"),
+    "static-without-master": ({"pytorchjob_master_replicas": 0}, "pytorchjob_master_replicas"),
+    "two-masters": ({"pytorchjob_master_replicas": 2}, "pytorchjob_master_replicas"),
+    "elastic-with-master": ({"pytorchjob_elastic": True}, "pytorchjob_master_replicas"),
+    "elastic-max-below-workers": ({"pytorchjob_elastic": True, "pytorchjob_master_replicas": 0,
+                                   "pytorchjob_worker_replicas": 3, "pytorchjob_elastic_max_replicas": 2},
+                                  "pytorchjob_elastic_max_replicas"),
+    "nproc-zero": ({"pytorchjob_nproc_per_node": 0}, "pytorchjob_nproc_per_node"),
+    "memory-not-quantity": ({"pytorchjob_memory_request": "lots"}, "pytorchjob_memory_request"),
+    "gpus-negative": ({"pytorchjob_gpus": -1}, "pytorchjob_gpus"),
+    "inline-credentials": ({"pytorchjob_env": [{"name": "AWS_SECRET_ACCESS_KEY", "value": "inline"}]},
+                           "pytorchjob_aws_credentials_secret"),
+    "create-secret-without-keys": ({"pytorchjob_aws_credentials_secret": "aws", "pytorchjob_aws_credentials_create": True},
+                                   "pytorchjob_aws_access_key_id"),
+    "restart-policy": ({"pytorchjob_restart_policy": "Sometimes"}, "pytorchjob_restart_policy"),
+    "clean-pod-policy": ({"pytorchjob_clean_pod_policy": "Some"}, "pytorchjob_clean_pod_policy"),
+    "endpoint-not-url": ({"pytorchjob_aws_endpoint_url": "moto:5050"}, "pytorchjob_aws_endpoint_url"),
+    "bucket-invalid": ({"pytorchjob_s3_bucket": "Not_A_Bucket"}, "pytorchjob_s3_bucket"),
+    "pvc-mount-relative": ({"pytorchjob_pvc_claim_name": "fsx", "pytorchjob_pvc_mount_path": "fsx"},
+                           "pytorchjob_pvc_mount_path"),
+    "wait-timeout-zero": ({"pytorchjob_wait_timeout": 0}, "pytorchjob_wait_timeout"),
+    "replicas-not-int": ({"pytorchjob_worker_replicas": "many"}, "pytorchjob_worker_replicas"),
+}
+
+
+@pytest.fixture(scope="module")
+def bad_input_outcomes(tmp_path_factory):
+    """One ansible-playbook run, one play per bad input: the role inside block/rescue; each play
+    prints CASE <id>: <the failure message> (or PASSED)."""
+    tmp_path = tmp_path_factory.mktemp("pytorchjob-preflight")
+    shared = dict(SHARED, trainfleet_cache_dir=str(tmp_path / "cache"), pytorchjob_image=IMAGE)
+    plays = []
+    for case_id, (case_vars, _) in BAD_INPUTS.items():
+        plays.append({
+            "name": "case %s" % case_id,
+            "hosts": "localhost",
+            "gather_facts": False,
+            "connection": "local",
+            "vars": shared,
+            "tasks": [{
+                "block": [
+                    {"ansible.builtin.include_role": {"name": "trainfleet.training.pytorchjob"}, "vars": case_vars},
+                    {"ansible.builtin.set_fact": {"_outcome": "PASSED"}},
+                ],
+                "rescue": [{"ansible.builtin.set_fact": {"_outcome": "{{ ansible_failed_result.msg }}"}}],
+            }, {
+                "ansible.builtin.debug": {"msg": "CASE %s: {{ _outcome }}" % case_id},
+            }],
+        })
+    playbook = tmp_path / "bad_inputs.yml"
+    playbook.write_text(yaml.safe_dump(plays, sort_keys=False))
+    rc, out = _playbook([str(playbook), "--check"], tmp_path)
+    assert rc == 0, out
+    outcomes = {}
+    for match in re.finditer(r'"msg": "CASE ([a-z0-9-]+): (.*)"\n', out):
+        outcomes[match.group(1)] = match.group(2)
+    assert set(outcomes) == set(BAD_INPUTS), out
+    return outcomes, tmp_path
+
+
+@pytest.mark.parametrize("case_id", sorted(BAD_INPUTS))
+def test_preflight_rejects_bad_input(bad_input_outcomes, case_id):
+    outcomes, tmp_path = bad_input_outcomes
+    message = outcomes[case_id]
+    assert message != "PASSED", case_id
+    assert BAD_INPUTS[case_id][1] in message, message
+    # nothing was rendered or written
+    assert not (tmp_path / "cache" / "manifests").exists()
+
+
+def test_check_mode_renders_without_cluster_and_writes_nothing(tmp_path):
+    rc, out = _run_role(tmp_path, {"pytorchjob_elastic": True, "pytorchjob_master_replicas": 0,
+                                   "pytorchjob_worker_replicas": 2})
+    assert rc == 0, out
+    assert "python3 -m trainer.launch --nproc_per_node=1 -m trainer.train" in out
+    assert "elastic c10d rendezvous" in out
+    assert "rendered and validated only" in out
+    assert not (tmp_path / "cache" / "manifests").exists()
+
+
+def test_missing_kubeconfig_fails_outside_check_mode(tmp_path):
+    rc, out = _run_role(tmp_path, {}, check=False)
+    assert rc != 0, out
+    assert "pytorchjob_kubeconfig=" in out and "does not exist" in out
+    assert not (tmp_path / "cache" / "manifests").exists()
+
+
+# --------------------------------------------------------------------------- report (canned module results)
+
+TRAINER_RESULT = {
+    "final_accuracy": 0.9611, "final_loss": 0.1234, "epochs": 5,
+    "model_uri": "s3://trainfleet-local/training/trainfleet-digits/model.pt",
+    "metrics_uri": "s3://trainfleet-local/training/trainfleet-digits/metrics.jsonl",
+    "plot_uri": "s3://trainfleet-local/training/trainfleet-digits/plot.png",
+    "world_size": 2, "duration_s": 31.5,
+}
+
+
+def _pod(name, rtype, index, phase="Succeeded", restarts=0, reason="Completed", exit_code=0, container="pytorch"):
+    return {"name": name, "replica_type": rtype, "replica_index": index, "phase": phase, "restarts": restarts,
+            "reason": reason, "exit_code": exit_code, "container": container, "node": "trainfleet-worker",
+            "containers": [{"name": container, "state": "terminated"}]}
+
+
+def _job(phase, failure=None, restarts=0, pods=None):
+    return {
+        "name": "trainfleet-digits", "namespace": "trainfleet", "phase": phase,
+        "terminal": phase in ("Succeeded", "Failed"), "conditions": [],
+        "replica_statuses": {"Master": {"replicas": 1, "active": 0, "succeeded": 1, "failed": 0}},
+        "start_time": "2026-01-01T00:00:00Z", "completion_time": "2026-01-01T00:00:42Z",
+        "duration_seconds": 42.0, "elapsed_seconds": 42.0, "restarts": restarts,
+        "pods": pods if pods is not None else [_pod("trainfleet-digits-master-0", "master", 0),
+                                                 _pod("trainfleet-digits-worker-0", "worker", 0)],
+        "failure": failure,
+    }
+
+
+def _report(tmp_path, status, rank0=None):
+    result_file = tmp_path / "outcome.json"
+    extra = {
+        "_pytorchjob_decision": "no job named trainfleet-digits existed, submitted it",
+        "pytorchjob_name": "trainfleet-digits",
+        "pytorchjob_namespace": "trainfleet",
+        "__pytorchjob_status": status,
+        "__pytorchjob_rank0": rank0 if rank0 is not None else {"skipped": True, "changed": False},
+        "result_file": str(result_file),
+    }
+    extra_file = tmp_path / "extra.json"
+    extra_file.write_text(json.dumps(extra))
+    rc, out = _playbook([os.path.join(FIXTURES, "report.yml"), "-e", "@%s" % extra_file], tmp_path)
+    assert rc == 0, out
+    return json.loads(result_file.read_text()), out
+
+
+def test_report_success_uses_the_logs_module_result(tmp_path):
+    status = {"changed": False, "exists": True, "job": _job("Succeeded", restarts=1), "waited_seconds": 40.0}
+    rank0 = {"changed": False, "pod": "trainfleet-digits-worker-0", "rank": 0, "method": "trainer-log",
+             "log": "...", "truncated": False, "trainer_result": TRAINER_RESULT}
+    outcome, out = _report(tmp_path, status, rank0)
+    assert outcome["failure"] is None, out
+    result = outcome["result"]
+    assert result["phase"] == "Succeeded"
+    assert result["duration_seconds"] == 42.0
+    assert result["restarts"] == 1
+    assert result["final_accuracy"] == 0.9611 and result["final_loss"] == 0.1234
+    assert result["model_uri"] == TRAINER_RESULT["model_uri"]
+    assert result["rank0_pod"] == "trainfleet-digits-worker-0" and result["rank0_method"] == "trainer-log"
+    assert "containers" not in result["pods"][0]
+    assert "model: s3://trainfleet-local/training/trainfleet-digits/model.pt" in out
+    assert "rank 0: pod trainfleet-digits-worker-0 (decided by trainer-log)" in out
+
+
+def test_report_success_parses_the_result_line_when_the_module_did_not(tmp_path):
+    status = {"changed": False, "exists": True, "job": _job("Succeeded")}
+    log = "\n".join([
+        "[rank0]: trainfleet-epoch: epoch=5 loss=0.12 test_acc=0.96 samples_per_s=1000.0",
+        "[rank0]: trainfleet-result: " + json.dumps(TRAINER_RESULT),
+        "INFO torch.distributed.elastic.agent.server.api: Done waiting for other agents.",
+    ])
+    rank0 = {"changed": False, "pod": "trainfleet-digits-master-0", "method": "fallback-master-0", "log": log}
+    outcome, out = _report(tmp_path, status, rank0)
+    assert outcome["failure"] is None, out
+    assert outcome["result"]["final_accuracy"] == 0.9611
+    assert outcome["result"]["trainer"]["world_size"] == 2
+
+
+def test_report_failed_job_names_reason_pod_log_and_events(tmp_path):
+    failure = {
+        "reason": "PyTorchJobFailed", "message": "PyTorchJob trainfleet-digits is failed because 1 Master replica(s) failed.",
+        "pod": "trainfleet-digits-master-0", "container": "pytorch", "container_reason": "Error", "exit_code": 2,
+        "log_tail": ["Traceback (most recent call last):", "trainer.config.ConfigError: argument --epochs: expected a positive integer, got 0"],
+        "events": [{"time": "2026-01-01T00:00:10Z", "type": "Warning", "reason": "BackOff",
+                    "object": "Pod/trainfleet-digits-master-0", "message": "Back-off restarting failed container", "count": 3}],
+    }
+    status = {"failed": True, "changed": False, "msg": "PyTorchJob trainfleet/trainfleet-digits Failed: ...", "exists": True,
+              "job": _job("Failed", failure=failure, restarts=2,
+                          pods=[_pod("trainfleet-digits-master-0", "master", 0, phase="Failed", restarts=2, reason="Error", exit_code=2)])}
+    outcome, out = _report(tmp_path, status)
+    assert outcome["result"]["phase"] == "Failed"
+    message = outcome["failure"]
+    assert "PyTorchJobFailed" in message and "trainfleet-digits-master-0" in message and "exit code 2" in message
+    assert "pytorchjob_rerun=true" in message
+    assert "Timed out" not in message
+    # the summary printed the failing container's log tail and the events
+    assert "argument --epochs: expected a positive integer, got 0" in out
+    assert "Warning BackOff Pod/trainfleet-digits-master-0 Back-off restarting failed container" in out
+
+
+def test_report_pod_that_cannot_start_is_a_failure(tmp_path):
+    failure = {"reason": None, "message": "Back-off pulling image", "pod": "trainfleet-digits-worker-0",
+               "container": "pytorch", "container_reason": "ImagePullBackOff", "exit_code": None,
+               "log_tail": [], "events": []}
+    status = {"failed": True, "changed": False, "msg": "PyTorchJob trainfleet/trainfleet-digits cannot start: ...",
+              "exists": True, "job": _job("Created", failure=failure)}
+    outcome, out = _report(tmp_path, status)
+    assert outcome["result"]["phase"] == "Failed"
+    assert outcome["result"]["job_phase"] == "Created"
+    assert "ImagePullBackOff" in outcome["failure"], out
+
+
+def test_report_timeout_says_the_job_did_not_finish(tmp_path):
+    status = {"failed": True, "changed": False, "exists": True,
+              "msg": "Timed out after 5s waiting for PyTorchJob trainfleet/trainfleet-digits to reach terminal: phase is Running",
+              "job": _job("Running")}
+    outcome, out = _report(tmp_path, status)
+    assert outcome["result"]["phase"] == "Running"
+    assert "did not finish (phase Running)" in outcome["failure"], out
