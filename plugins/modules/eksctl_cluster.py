@@ -24,6 +24,9 @@ description:
   - eksctl's automatic NVIDIA and Neuron device plugin installs are switched off
     (C(--install-nvidia-plugin=false), C(--install-neuron-plugin=false)); the device_plugins role installs pinned versions.
   - Options left unset (V(null)) are not compared, so a play that manages only node groups leaves the cluster settings alone.
+  - Compared on an existing cluster are the Kubernetes version, control plane log types, missing add-ons and node group
+    sizes. Settings eksctl applies only at creation (VPC, zones, endpoint access, OIDC, node group instance types,
+    labels, taints) are not compared; change them by replacing the node group or the cluster.
   - In check mode nothing is run and eksctl is not needed; the result tells what would be done.
 options:
   name:
