@@ -10,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 dest=$work/ansible_collections/trainfleet/training
 mkdir -p "$dest"
-git ls-files -co --exclude-standard -z | grep -zv '^\.collections/' | rsync -a --from0 --files-from=- ./ "$dest/"
+git ls-files -co --exclude-standard -z | grep -zvE '^\.(collections|ansible)/' | rsync -a --from0 --files-from=- ./ "$dest/"
 # Collections our plugins import (amazon.aws, kubernetes.core, ...) come from the venv's ansible package.
 site=$(python -c 'import ansible_collections; print(list(ansible_collections.__path__)[0])')
 for ns in amazon community kubernetes ansible; do
