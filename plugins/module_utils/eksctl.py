@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: trainfleet developers
-# Apache License 2.0 (see galaxy.yml)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one place that knows how trainfleet maps its variables to an eksctl ClusterConfig.
 
 Pure functions only (no AWS, no subprocess): render the ClusterConfig, validate node groups,

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: trainfleet developers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Kubernetes client setup and the PyTorchJob service (API calls only, no semantics).
 
 Layers: get_api_client() (auth options -> ApiClient) -> PyTorchJobService (typed calls that

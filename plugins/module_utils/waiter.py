@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: trainfleet developers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Wait for a PyTorchJob with the watch API, bounded by a monotonic deadline.
 
 Succeeded and Failed both end the wait (a failed job does not wait out the timeout). While

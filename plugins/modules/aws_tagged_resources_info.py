@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: trainfleet developers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -21,7 +21,7 @@ description:
   - Read-only; never changes anything.
 version_added: 0.1.0
 author:
-  - trainfleet developers
+  - trainfleet developers (!UNKNOWN)
 options:
   tags:
     description: Tags a resource must carry (all of them) to be listed.

@@ -19,7 +19,7 @@ description:
     so that a push can be skipped.
   - Read-only; never changes anything.
 author:
-  - trainfleet developers
+  - trainfleet developers (!UNKNOWN)
 options:
   registry_ids:
     description: AWS account IDs of the registries; the caller's account when empty.

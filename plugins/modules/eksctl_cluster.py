@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: trainfleet developers
-# Apache License 2.0 (see galaxy.yml)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,7 +13,7 @@ module: eksctl_cluster
 short_description: Create, upgrade and delete an EKS cluster and its managed node groups with eksctl
 version_added: "0.1.0"
 author:
-  - trainfleet developers (@trainfleet)
+  - trainfleet developers (!UNKNOWN)
 description:
   - Renders an eksctl C(ClusterConfig) (apiVersion C(eksctl.io/v1alpha5)) from validated options.
   - Reads the current state first through the EKS API (C(describe_cluster), C(describe_nodegroup), C(list_addons)),

@@ -63,7 +63,7 @@ def _resolve(variables):
     env.filters.update(_filters())
     env.globals["lookup"] = _lookup
     resolved = dict(variables)
-    for _ in range(6):
+    for _attempt in range(6):
         changed = False
         for key, value in list(resolved.items()):
             if isinstance(value, str) and "{{" in value:
@@ -218,7 +218,7 @@ def test_static_master_worker_cpu_job():
 
 
 def test_elastic_c10d_job():
-    job, _ = render(
+    job, _manifest = render(
         pytorchjob_name="digits-elastic",
         pytorchjob_elastic=True,
         pytorchjob_master_replicas=0,
@@ -250,7 +250,7 @@ def test_elastic_c10d_job():
 
 
 def test_elastic_max_replicas_defaults_to_worker_count():
-    job, _ = render(pytorchjob_elastic=True, pytorchjob_master_replicas=0, pytorchjob_worker_replicas=4)
+    job, _manifest = render(pytorchjob_elastic=True, pytorchjob_master_replicas=0, pytorchjob_worker_replicas=4)
     assert job["spec"]["elasticPolicy"]["maxReplicas"] == 4
     assert job["spec"]["elasticPolicy"]["minReplicas"] == 1
     assert "rdzvConf" not in job["spec"]["elasticPolicy"]
@@ -258,7 +258,7 @@ def test_elastic_max_replicas_defaults_to_worker_count():
 
 def test_gpu_job_with_resources_tolerations_and_node_selector():
     tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-    job, _ = render(
+    job, _manifest = render(
         pytorchjob_gpus=4,
         pytorchjob_nproc_per_node=4,
         pytorchjob_trainer_backend="nccl",
@@ -290,7 +290,7 @@ def test_gpu_job_with_resources_tolerations_and_node_selector():
 
 
 def test_trainium_efa_job_with_fsx_claim_and_shm():
-    job, _ = render(
+    job, _manifest = render(
         pytorchjob_name="bert-trn1",
         pytorchjob_worker_replicas=1,
         pytorchjob_nproc_per_node=32,
@@ -333,13 +333,13 @@ def test_trainium_efa_job_with_fsx_claim_and_shm():
 
 
 def test_plain_torchrun_launcher():
-    job, _ = render(pytorchjob_launcher=["torchrun"])
+    job, _manifest = render(pytorchjob_launcher=["torchrun"])
     assert container(job, "Master")["command"] == ["torchrun"]
     assert container(job, "Master")["args"][:3] == ["--nproc_per_node=1", "-m", "trainer.train"]
 
 
 def test_custom_command_and_args_are_used_verbatim():
-    job, _ = render(
+    job, _manifest = render(
         pytorchjob_command=["python", "-m", "torch.distributed.run"],
         pytorchjob_args=["--nproc_per_node=1", "my_script.py", "--lr", "0.1"],
     )
@@ -349,7 +349,7 @@ def test_custom_command_and_args_are_used_verbatim():
 
 
 def test_extra_torchrun_and_trainer_args_and_output_dir():
-    job, _ = render(
+    job, _manifest = render(
         pytorchjob_torchrun_extra_args=["--log_dir=/tmp/torchrun", "--tee=3"],
         pytorchjob_trainer_extra_args=["--model=cnn", "--seed=7"],
         pytorchjob_trainer_output_dir="/data/out",
@@ -382,7 +382,7 @@ def test_run_policy_and_labels():
 
 
 def test_master_only_job_has_no_worker_spec():
-    job, _ = render(pytorchjob_worker_replicas=0)
+    job, _manifest = render(pytorchjob_worker_replicas=0)
     assert list(job["spec"]["pytorchReplicaSpecs"]) == ["Master"]
 
 
@@ -427,7 +427,7 @@ def _playbook(args, tmp_path):
     if not os.path.exists(playbook_bin):
         playbook_bin = "ansible-playbook"
     cmd = [playbook_bin, "-i", "localhost,", "-e", json.dumps({"ansible_python_interpreter": sys.executable})] + args
-    proc = subprocess.run(cmd, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True,
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, check=False,
                           timeout=PLAYBOOK_TIMEOUT)
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -478,7 +478,7 @@ def bad_input_outcomes(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("pytorchjob-preflight")
     shared = dict(SHARED, trainfleet_cache_dir=str(tmp_path / "cache"), pytorchjob_image=IMAGE)
     plays = []
-    for case_id, (case_vars, _) in BAD_INPUTS.items():
+    for case_id, (case_vars, _message) in BAD_INPUTS.items():
         plays.append({
             "name": "case %s" % case_id,
             "hosts": "localhost",
@@ -557,8 +557,10 @@ def _job(phase, failure=None, restarts=0, pods=None):
         "replica_statuses": {"Master": {"replicas": 1, "active": 0, "succeeded": 1, "failed": 0}},
         "start_time": "2026-01-01T00:00:00Z", "completion_time": "2026-01-01T00:00:42Z",
         "duration_seconds": 42.0, "elapsed_seconds": 42.0, "restarts": restarts,
-        "pods": pods if pods is not None else [_pod("trainfleet-digits-master-0", "master", 0),
-                                                 _pod("trainfleet-digits-worker-0", "worker", 0)],
+        "pods": pods if pods is not None else [
+            _pod("trainfleet-digits-master-0", "master", 0),
+            _pod("trainfleet-digits-worker-0", "worker", 0),
+        ],
         "failure": failure,
     }
 

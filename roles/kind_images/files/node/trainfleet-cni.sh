@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # trainfleet-cni: pod networking for a kind cluster without kindnetd (whose Go module the proxy
 # does not serve). Runs on every node as a systemd service. Every few seconds it reads the nodes'
 # pod CIDRs and internal IPs with the kubelet's credentials and
