@@ -34,7 +34,7 @@ WRITER = r"""
 import sys
 mib = int(sys.argv[1])
 sys.stdout.write("trainfleet-rank: rank=0 local_rank=0 world_size=1 group_rank=0 host=bench\n")
-line = "trainfleet-bench: %010d " + "x" * 99 + "\n"
+line = "trainfleet-bench: %010d " + "x" * 98 + "\n"
 per_chunk = (4 << 20) // 128
 n = 0
 for _ in range(mib // 4):
