@@ -14,6 +14,10 @@ help:  ## list targets
 setup:  ## venv + Python deps + system packages + Docker engine (idempotent)
 	@bash scripts/setup.sh
 
+# The local AWS endpoint (moto) accepts any credentials; give the AWS modules its dummy ones
+# unless the caller set some. Never used with inventories/aws.
+demo: export AWS_ACCESS_KEY_ID ?= testing
+demo: export AWS_SECRET_ACCESS_KEY ?= testing
 demo: setup  ## the whole pipeline on the embedded default (inventories/local)
 	ansible-playbook site.yml
 
@@ -38,6 +42,8 @@ molecule: setup  ## molecule scenarios against kind and the local AWS endpoint
 bench-trainer: setup  ## samples/s for 1 and 2 processes (synthetic data) and scaling efficiency
 	python trainer/bench.py
 
+teardown: export AWS_ACCESS_KEY_ID ?= testing
+teardown: export AWS_SECRET_ACCESS_KEY ?= testing
 teardown: setup  ## remove everything site.yml created on the local stack
 	ansible-playbook site.yml --tags teardown
 

@@ -51,7 +51,7 @@ def run_writer_job(core, custom, image, mib, timeout):
     manifest = c.job_manifest(JOB, image, ["python3", "-c", WRITER, str(mib)])
     start = time.monotonic()
     c.create_job(custom, manifest)
-    _, _, cond = c.watch_until_terminal(custom, JOB, timeout)
+    _job, _events, cond = c.watch_until_terminal(custom, JOB, timeout)
     print(f"writer job {cond['type']} after {time.monotonic() - start:.1f}s")
     return f"{JOB}-master-0"
 
@@ -106,7 +106,7 @@ def main():
                 if os.path.exists(dest):
                     os.unlink(dest)
                 argv, run_env, out_path = make(dest)
-                wall, rss, _ = measure(label, argv, env=run_env, out_path=out_path)
+                wall, rss, _output = measure(label, argv, env=run_env, out_path=out_path)
                 size = os.path.getsize(dest) if os.path.exists(dest) else None
                 results.setdefault(label, []).append((wall, rss, size))
 

@@ -45,7 +45,7 @@ def converged_job(core, custom):
             if started:
                 starts.append((pod.metadata.name, started))
     if len(starts) == len(pods) and pods:
-        last = max(s for _, s in starts)
+        last = max(started_at for _name, started_at in starts)
         detail = ", ".join(f"{n} +{(s - created).total_seconds():.0f}s" for n, s in sorted(starts))
         print(f"trainfleet-digits (first run, image pulled from the local registry): apply -> all pytorch containers "
               f"started {(last - created).total_seconds():.0f}s ({detail})")
