@@ -40,7 +40,7 @@ extends_documentation_fragment:
 
 EXAMPLES = r"""
 - name: Log in to ECR
-  ecr_login_info:
+  trainfleet.training.ecr_login_info:
     region: us-west-2
     repository_name: trainfleet/trainer
     image_tag: 0123abcd
