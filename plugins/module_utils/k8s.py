@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import traceback
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
@@ -258,6 +259,10 @@ class PyTorchJobService(object):
         finally:
             watcher.stop()
 
+    def watch_pods(self, namespace, job_name, timeout_seconds):
+        """One round of a watch on a job's pods: a PodWatch (events(), cancel())."""
+        return PodWatch(self, namespace, job_name, timeout_seconds)
+
     # ---------------------------------------------------------------- pods, events
 
     def _list_json(self, func, what, *args, **kwargs):
@@ -328,6 +333,95 @@ class PyTorchJobService(object):
         finally:
             resp.close()
             resp.release_conn()
+
+
+class _WatchCancelled(Exception):
+    """Raised inside PodWatch when cancel() came before the request was sent."""
+
+
+class PodWatch(object):
+    """One round of a watch on a job's pods (label training.kubeflow.org/job-name) that
+    another thread can end at once.
+
+    events() yields (event type, pod dict): first ADDED for every existing pod, then every
+    change, until the server ends the round (timeout_seconds), the connection fails (raised
+    as the collection's errors) or cancel() is called (events() then just returns). cancel()
+    stops the stream and shuts the connection's socket down for reading, so a reader blocked
+    on it returns at once (urllib3 2.3 and later; with an older urllib3 the round ends at its
+    timeout). Bounded either way: server-side timeout_seconds and a client-side read timeout.
+    """
+
+    def __init__(self, service, namespace, job_name, timeout_seconds):
+        self.service = service
+        self.namespace = namespace
+        self.job_name = job_name
+        self.timeout_seconds = int(max(1, timeout_seconds))
+        self._lock = threading.Lock()
+        self._resp = None
+        self._cancelled = False
+        self._watcher = k8s_watch.Watch()
+
+    @property
+    def cancelled(self):
+        return self._cancelled
+
+    def _list(self, *args, **kwargs):
+        # Watch.stream calls this (no docstring: events carry the raw dicts, no models).
+        with self._lock:
+            if self._cancelled:
+                raise _WatchCancelled()
+        resp = self.service.core.list_namespaced_pod(*args, **kwargs)
+        with self._lock:
+            self._resp = resp
+            cancelled = self._cancelled
+        if cancelled:
+            self._shutdown(resp)
+        return resp
+
+    @staticmethod
+    def _shutdown(resp):
+        try:
+            shutdown = getattr(resp, "shutdown", None)
+            if shutdown is not None:
+                shutdown()
+            else:
+                resp.close()
+        except Exception:  # pylint: disable=broad-except
+            # already closed or released: nothing is blocked on it any more
+            pass
+
+    def events(self):
+        what = "watch the pods of PyTorchJob %s/%s" % (self.namespace, self.job_name)
+        kwargs = {
+            "label_selector": pj.pod_label_selector(self.job_name),
+            "timeout_seconds": self.timeout_seconds,
+            "_request_timeout": (self.service.request_timeout[0], self.timeout_seconds + 30),
+        }
+        try:
+            for event in self._watcher.stream(self._list, self.namespace, **kwargs):
+                if self._cancelled:
+                    return
+                obj = event.get("raw_object") or event.get("object")
+                yield event.get("type"), obj
+        except _WatchCancelled:
+            return
+        except Exception as exc:  # pylint: disable=broad-except
+            if self._cancelled:
+                return
+            raise self.service._translate(exc, what)  # pylint: disable=protected-access
+        finally:
+            self._watcher.stop()
+            with self._lock:
+                self._resp = None
+
+    def cancel(self):
+        """End events() now, from any thread."""
+        with self._lock:
+            self._cancelled = True
+            resp = self._resp
+        self._watcher.stop()
+        if resp is not None:
+            self._shutdown(resp)
 
 
 def iter_lines(chunks):

@@ -20,6 +20,14 @@ pkg/util/status.go):
   Worker) with active/succeeded/failed counters.
 - With torchrun's c10d rendezvous, global ranks follow join order, not pod names, so rank 0
   is found from what the processes print (see find_rank0).
+- When a job exceeds runPolicy.backoffLimit (restart counts with OnFailure/Always/ExitCode, or a
+  new failed pod when backoffLimit is 0) or runPolicy.activeDeadlineSeconds, the operator
+  deletes all its pods and Services first and only then sets the Failed condition; on that
+  path cleanPodPolicy is ignored (pkg/controller.v1/common/job.go, DeletePodsAndServices). The
+  failing pod's exit code and log are then only known to whoever looked before (see
+  container_failure) or, without a log, from the operator's events on the PyTorchJob
+  ("Error pod <pod> container <c> exitCode: <n> terminated message: ...", "Pod: <ns>.<pod>
+  exited with code <n>"; see events_failure).
 """
 
 from __future__ import annotations
@@ -75,6 +83,26 @@ TORCHRUN_RDZV_RE = re.compile(r"Rendezvous complete for workers")
 TORCHRUN_GROUP_RANK_RE = re.compile(r"(?<![a-z_])group_rank=(?P<group_rank>\d+)")
 TORCHRUN_GLOBAL_RANKS_RE = re.compile(r"global_ranks=\[(?P<ranks>[\d,\s]*)\]")
 TORCHRUN_RESTART_RE = re.compile(r"restart_count=(?P<restart_count>\d+)")
+
+# Where job.failure's pod, exit code and log tail come from.
+FAILURE_SOURCE_LIVE = "live_pod"
+FAILURE_SOURCE_SNAPSHOT = "snapshot"
+FAILURE_SOURCE_EVENTS = "events"
+
+# Events the operator records on the PyTorchJob (pkg/core/job.go RecordAbnormalPods,
+# pkg/controller.v1/common/pod.go ReconcilePods).
+EVENT_POD_TERMINATED_RE = re.compile(
+    r"Error pod (?P<pod>\S+) container (?P<container>\S+) exitCode: (?P<exit_code>-?\d+)"
+    r"(?: terminated message: ?(?P<message>.*))?", re.S)
+EVENT_POD_WAITING_RE = re.compile(
+    r"Error pod (?P<pod>\S+) container (?P<container>\S+) waiting message: ?(?P<message>.*)", re.S)
+EVENT_POD_EXITED_RE = re.compile(
+    r"Pod: (?P<namespace>[^.\s]+)\.(?P<pod>\S+) exited with code (?P<exit_code>-?\d+)")
+# The replica type a Failed condition names: "PyTorchJob x is failed because 1 Master
+# replica(s) failed." or 'job "x" is failing because "Master" replica(s) failed.'
+CONDITION_REPLICA_RE = re.compile(r'(?:\d+\s+)?"?(?P<rtype>[A-Za-z]+)"?\s+replica\(s\) failed')
+BACKOFF_RE = re.compile(r"backoff ?limit", re.I)
+DEADLINE_RE = re.compile(r"deadline", re.I)
 
 METHOD_TRAINER = "trainer-log"
 METHOD_TORCHRUN = "torchrun-log"
@@ -492,24 +520,269 @@ def job_summary(job, pods=None, now=None):
         "failure": None,
     }
     result.update(job_times(job, now=now))
-    failure = job_failure(job)
-    if failure:
+    condition = job_failure(job)
+    if condition:
+        failure = new_failure(condition["reason"], condition["message"])
         pod, container = failing_pod(summaries)
-        failure.update({
-            "pod": pod["name"] if pod else None,
-            "container": container["name"] if container else (pod or {}).get("container"),
-            "container_reason": container["reason"] if container else (pod or {}).get("reason"),
-            "exit_code": (container["exit_code"] if container and container["exit_code"] is not None
-                          else (container or {}).get("last_exit_code")),
-            "log_tail": [],
-            "events": [],
-        })
+        if pod:
+            failure.update({
+                "source": FAILURE_SOURCE_LIVE,
+                "pod": pod["name"],
+                "replica_type": pod.get("replica_type"),
+                "replica_index": pod.get("replica_index"),
+                "node": pod.get("node"),
+                "container": container["name"] if container else pod.get("container"),
+                "container_reason": container["reason"] if container else pod.get("reason"),
+                "container_message": container["message"] if container else pod.get("message"),
+                "exit_code": (container["exit_code"] if container and container["exit_code"] is not None
+                              else (container or {}).get("last_exit_code")),
+            })
         result["failure"] = failure
     return result
 
 
+def new_failure(reason=None, message=None):
+    """The shape of job.failure: every key present, nothing known yet."""
+    return {
+        "reason": reason,
+        "message": message,
+        "source": None,
+        "pod": None,
+        "replica_type": None,
+        "replica_index": None,
+        "node": None,
+        "container": None,
+        "container_reason": None,
+        "container_message": None,
+        "exit_code": None,
+        "observed_at": None,
+        "log_tail": [],
+        "events": [],
+        "hint": None,
+    }
+
+
 def pods_with_problems(summaries, reasons=DEFAULT_FATAL_WAITING_REASONS):
     return [s for s in summaries if pod_has_fatal_reason(s, reasons)]
+
+
+# --------------------------------------------------------------------------- failure evidence
+
+
+def _failed_run(terminated):
+    return bool(terminated) and _to_int(terminated.get("exitCode")) not in (None, 0)
+
+
+def container_failure(pod):
+    """The failed run a pod shows, or None: what to record before the operator deletes it.
+
+    The first container (main containers first, then init containers) that terminated with a
+    non-zero exit code, or that runs again or waits (CrashLoopBackOff) after one
+    (lastState.terminated). `previous` is True in the second case: the failed run is the
+    container's previous one, so its log is read with previous=True.
+    """
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    status = pod.get("status") or {}
+    entries = [(s, False) for s in status.get("containerStatuses") or []] + \
+        [(s, True) for s in status.get("initContainerStatuses") or []]
+    for cstatus, init in entries:
+        state = cstatus.get("state") or {}
+        terminated, previous = state.get("terminated"), False
+        if not _failed_run(terminated):
+            terminated, previous = (cstatus.get("lastState") or {}).get("terminated"), True
+            if not _failed_run(terminated):
+                continue
+        return {
+            "pod": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "replica_type": labels.get(LABEL_REPLICA_TYPE),
+            "replica_index": _to_int(labels.get(LABEL_REPLICA_INDEX)),
+            "node": (pod.get("spec") or {}).get("nodeName"),
+            "container": cstatus.get("name"),
+            "init": init,
+            "exit_code": _to_int(terminated.get("exitCode")),
+            "reason": terminated.get("reason") or "Error",
+            "message": terminated.get("message"),
+            "finished_at": terminated.get("finishedAt"),
+            "restarts": _to_int(cstatus.get("restartCount"), 0),
+            "previous": previous,
+        }
+    return None
+
+
+def failed_replica_type(job):
+    """The replica type (lower case) the Failed condition names, or None."""
+    condition = job_failure(job) or {}
+    match = CONDITION_REPLICA_RE.search(condition.get("message") or "")
+    return match.group("rtype").lower() if match else None
+
+
+def choose_snapshot(snapshots, job):
+    """Of the failures recorded while waiting (oldest first), the one of the replica type the
+    Failed condition names, else the first one (the first failure is usually the cause; the
+    others tend to follow from it)."""
+    snapshots = [s for s in snapshots or [] if s]
+    if not snapshots:
+        return None
+    rtype = failed_replica_type(job)
+    if rtype:
+        for snapshot in snapshots:
+            if snapshot.get("replica_type") == rtype:
+                return snapshot
+    return snapshots[0]
+
+
+def replica_pod_names(job):
+    """The pod names the operator gives a job's replicas: <job>-<type>-<index>."""
+    name = (job.get("metadata") or {}).get("name")
+    names = []
+    for rtype, spec in sorted(replica_specs(job).items()):
+        for index in range(max(0, spec["replicas"] or 0)):
+            names.append("%s-%s-%d" % (name, str(rtype).lower(), index))
+    return names
+
+
+def events_failure(events, job_name):
+    """What the operator's events on the PyTorchJob say about the failing pod, or None.
+
+    The earliest non-zero exit ("Error pod <pod> container <c> exitCode: <n> terminated
+    message: <m>", reason Error/OOMKilled, or "Pod: <ns>.<pod> exited with code <n>"), completed
+    from the other events about the same pod; without any exit, a container the operator saw
+    waiting on a problem ("Error pod <pod> container <c> waiting message: <m>").
+    Returns {pod, container, exit_code, container_reason, container_message, time}.
+    """
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    exits, waits = [], []
+    for event in events or []:
+        involved = event.get("involvedObject") or event.get("regarding") or {}
+        if involved.get("kind") != KIND or involved.get("name") != job_name:
+            continue
+        summary = event_summary(event)
+        text = summary["message"] or ""
+        first = event.get("firstTimestamp") or event.get("eventTime") or summary["time"]
+        when = parse_time(first) or epoch
+        match = EVENT_POD_TERMINATED_RE.search(text)
+        if match and _to_int(match.group("exit_code")) not in (None, 0):
+            exits.append((when, 0, {
+                "pod": match.group("pod"), "container": match.group("container"),
+                "exit_code": _to_int(match.group("exit_code")),
+                "container_reason": summary["reason"],
+                "container_message": (match.group("message") or "").strip() or None,
+                "time": first}))
+            continue
+        match = EVENT_POD_EXITED_RE.search(text)
+        if match and _to_int(match.group("exit_code")) not in (None, 0):
+            exits.append((when, 1, {
+                "pod": match.group("pod"), "container": DEFAULT_CONTAINER,
+                "exit_code": _to_int(match.group("exit_code")),
+                "container_reason": None, "container_message": None, "time": first}))
+            continue
+        match = EVENT_POD_WAITING_RE.search(text)
+        if match:
+            waits.append((when, 2, {
+                "pod": match.group("pod"), "container": match.group("container"),
+                "exit_code": None, "container_reason": summary["reason"],
+                "container_message": (match.group("message") or "").strip() or None,
+                "time": first}))
+    candidates = sorted(exits, key=lambda c: (c[0], c[1])) or sorted(waits, key=lambda c: (c[0], c[1]))
+    if not candidates:
+        return None
+    best = dict(candidates[0][2])
+    for _when, _kind, other in sorted(exits + waits, key=lambda c: (c[1], c[0])):
+        if other["pod"] != best["pod"]:
+            continue
+        for key in ("exit_code", "container_reason", "container_message"):
+            if best.get(key) is None and other.get(key) is not None:
+                best[key] = other[key]
+    return best
+
+
+def pods_gone_hint(job, pod=None, have_log=False):
+    """Why the failing pod is gone, what job.failure is based on instead, and how to keep the
+    pods next time."""
+    condition = job_failure(job) or {}
+    text = " ".join(x for x in (condition.get("reason"), condition.get("message")) if x)
+    run_policy = _get(job, "spec", "runPolicy", default={}) or {}
+    if BACKOFF_RE.search(text):
+        cause = ("The training operator deleted the job's pods, and their logs, when the job exceeded "
+                 "runPolicy.backoffLimit (%s); on that path it deletes them whatever cleanPodPolicy says"
+                 % run_policy.get("backoffLimit", "unset"))
+        keep = ("To keep the failing pod and its log next time, run with restartPolicy Never (or ExitCode, "
+                "for exit codes the operator does not retry), runPolicy.backoffLimit 1 or more and "
+                "runPolicy.cleanPodPolicy None; with OnFailure a larger backoffLimit only allows more "
+                "restarts before the pods are deleted.")
+    elif DEADLINE_RE.search(text):
+        cause = ("The training operator deleted the job's pods, and their logs, when the job exceeded "
+                 "runPolicy.activeDeadlineSeconds (%s); on that path it deletes them whatever "
+                 "cleanPodPolicy says" % run_policy.get("activeDeadlineSeconds", "unset"))
+        keep = "Raise runPolicy.activeDeadlineSeconds to let the job finish."
+    else:
+        cause = ("The job's pods no longer exist (runPolicy.cleanPodPolicy is %s: unless it is None the "
+                 "operator deletes the pods of a finished job; they may also have been deleted by hand)"
+                 % run_policy.get("cleanPodPolicy", "unset"))
+        keep = "Set runPolicy.cleanPodPolicy None to keep them."
+    if have_log:
+        known = ("; pod %s was recorded while waiting, before it was deleted, so its exit code and log "
+                 "tail come from that snapshot." % pod)
+    elif pod:
+        known = ("; no log is available, pod %s and its exit code come from the operator's events."
+                 % pod)
+    else:
+        known = "; no log is available, and the operator's events name no failing pod."
+    return "%s%s %s" % (cause, known, keep)
+
+
+def complete_failure(failure, job, snapshots=None, events=None, live_pods=()):
+    """Fill job.failure when the live pods name no failing pod.
+
+    failure: job_summary()'s failure; snapshots: container_failure() records taken while
+    waiting, each with observed_at, log_tail and maybe log_error; events: the raw events of
+    the job (and its pods); live_pods: the names of the pods that still exist.
+    Uses the chosen snapshot, else the operator's events, and says in `hint` that (and why)
+    the pods are gone. Returns failure.
+    """
+    if failure.get("pod"):
+        return failure
+    name = (job.get("metadata") or {}).get("name")
+    live_pods = set(live_pods or ())
+    snapshot = choose_snapshot(snapshots, job)
+    if snapshot:
+        failure.update({
+            "source": FAILURE_SOURCE_SNAPSHOT,
+            "pod": snapshot["pod"],
+            "replica_type": snapshot.get("replica_type"),
+            "replica_index": snapshot.get("replica_index"),
+            "node": snapshot.get("node"),
+            "container": snapshot.get("container"),
+            "container_reason": snapshot.get("reason"),
+            "container_message": snapshot.get("message"),
+            "exit_code": snapshot.get("exit_code"),
+            "observed_at": snapshot.get("observed_at"),
+            "log_tail": list(snapshot.get("log_tail") or []),
+        })
+        if snapshot.get("log_error"):
+            failure["log_error"] = snapshot["log_error"]
+        if snapshot["pod"] not in live_pods:
+            failure["hint"] = pods_gone_hint(job, snapshot["pod"], have_log=bool(failure["log_tail"]))
+        return failure
+    found = events_failure(events, name)
+    if found:
+        failure.update({
+            "source": FAILURE_SOURCE_EVENTS,
+            "pod": found["pod"],
+            "container": found["container"],
+            "container_reason": found["container_reason"],
+            "container_message": found["container_message"],
+            "exit_code": found["exit_code"],
+        })
+        match = re.match(r"^%s-(?P<rtype>[a-z]+)-(?P<index>\d+)$" % re.escape(name or ""), found["pod"])
+        if match:
+            failure["replica_type"] = match.group("rtype")
+            failure["replica_index"] = int(match.group("index"))
+    if not live_pods or (found and found["pod"] not in live_pods):
+        failure["hint"] = pods_gone_hint(job, found["pod"] if found else None)
+    return failure
 
 
 # --------------------------------------------------------------------------- events

@@ -26,6 +26,17 @@ description:
     its exit code, the last lines of its log and the recent events. A pod waiting on one of
     O(wait_fail_reasons) (for example an image that does not exist) fails the task too,
     without waiting for the timeout.
+  - While waiting, the module also watches the job's pods. The moment a container of one of
+    them is seen terminated with a non-zero exit code (or restarted after one, for example in
+    C(CrashLoopBackOff)), it records a snapshot, the pod, replica type and index, node,
+    container, exit code, reason, message and the last O(log_lines) lines of that run's log.
+    When a job exceeds C(runPolicy.backoffLimit) (or C(activeDeadlineSeconds)) the training
+    operator deletes all its pods, and with them their logs, before it marks the job
+    C(Failed), whatever C(cleanPodPolicy) says. RV(job.failure) then comes from the live pods
+    when they still exist, else from the snapshot (the first failure, or the one of the replica
+    type the C(Failed) condition names), else from the operator's events on the job, and
+    RV(job.failure.source) says which; RV(job.failure.hint) explains that the pods were deleted
+    and how to keep them next time.
   - Progress while waiting. Ansible shows a module's output only when it returns, so every
     phase change is recorded as it happens in three places, the returned RV(transitions) list
     (with timestamps and elapsed seconds), the system log of the host running the module
@@ -92,7 +103,8 @@ options:
     type: path
   log_lines:
     description:
-      - Number of log lines of the failing container to return in RV(job.failure.log_tail).
+      - Number of log lines of the failing container to return in RV(job.failure.log_tail)
+        (also the number kept in a snapshot taken while waiting).
     type: int
     default: 50
   event_limit:
@@ -314,8 +326,32 @@ job:
           description: Message of the Failed condition.
           type: str
           returned: always
+        source:
+          description:
+            - Where RV(job.failure.pod), the exit code and the log tail come from.
+            - C(live_pod) from the job's pods as they are now.
+            - C(snapshot) from a record taken while waiting, when a container of the pod failed
+              (the operator deleted the pods since).
+            - C(events) from the operator's events on the job (pods deleted, nothing recorded
+              before, so no log tail).
+            - Null when nothing names a failing pod.
+          type: str
+          returned: always
+          sample: snapshot
         pod:
           description: The pod that failed first.
+          type: str
+          returned: always
+        replica_type:
+          description: Its replica type (master, worker).
+          type: str
+          returned: always
+        replica_index:
+          description: Its replica index.
+          type: int
+          returned: always
+        node:
+          description: The node it ran on (null when only the events name the pod).
           type: str
           returned: always
         container:
@@ -326,14 +362,34 @@ job:
           description: The container's reason (Error, OOMKilled, ImagePullBackOff, ...).
           type: str
           returned: always
+        container_message:
+          description: The container's termination (or waiting) message, when it has one.
+          type: str
+          returned: always
         exit_code:
           description: The container's exit code.
           type: int
           returned: always
+        observed_at:
+          description: When the snapshot the failure (or only its log tail, for a live pod deleted before
+            its log could be read) comes from was taken (RFC 3339); null when no snapshot was used.
+          type: str
+          returned: always
         log_tail:
-          description: The last O(log_lines) lines of the failing container's log (when O(name) is set).
+          description: The last O(log_lines) lines of the failing container's log (when O(name) is set);
+            of the failed run, read with C(previous=true) when the container has restarted since.
           type: list
           elements: str
+          returned: always
+        log_error:
+          description: Why the log could not be read, when it could not.
+          type: str
+          returned: when the log could not be read
+        hint:
+          description: When the failing pod no longer exists, why (for example deleted by the operator
+            when the job exceeded C(backoffLimit)), what the failure is based on instead, and how to
+            keep the pods next time. Null otherwise.
+          type: str
           returned: always
         events:
           description: The most recent events of the job and its pods (time, type, reason,
@@ -362,6 +418,8 @@ waited_seconds:
 """
 
 import json
+import threading
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -406,11 +464,12 @@ def argspec():
     return spec
 
 
-def _log_tail(service, namespace, pod, container, lines):
+def _log_tail(service, namespace, pod, container, lines, previous_first=False):
     """The last lines of a container's log; the previous run's when the current one has none
-    (CrashLoopBackOff). Returns (lines, error message or None)."""
+    (CrashLoopBackOff). previous_first reads the previous run first (the failed run of a
+    container that restarted since). Returns (lines, error message or None)."""
     errors = []
-    for previous in (False, True):
+    for previous in ((True, False) if previous_first else (False, True)):
         try:
             chunks = service.iter_log(namespace, pod, container=container, tail_lines=lines,
                                       previous=previous)
@@ -418,38 +477,213 @@ def _log_tail(service, namespace, pod, container, lines):
         except PyTorchJobError as exc:
             errors.append(exc.msg)
             continue
-        if text or previous:
+        if text:
             return text, None
     return [], "; ".join(errors) or None
 
 
-def _diagnose(service, params, summary, pod=None, container=None):
-    """Fill summary['failure'] with the log tail of the failing container and recent events."""
+class FailureRecorder(object):
+    """Snapshots of failed containers of one job's pods, taken the moment they are seen.
+
+    observe(pod) is called with every pod the pod watch reports. The first failure of each
+    replica type is kept (with its log tail, read at once: the operator may delete the pod a
+    moment later); a snapshot whose log could not be read is retried on the pod's next
+    event, a few times. Thread-safe: the pod watch thread writes, the module reads.
+    """
+
+    LOG_ATTEMPTS = 3
+
+    def __init__(self, service, namespace, name, log_lines, now=pj.utcnow):
+        self.service = service
+        self.namespace = namespace
+        self.name = name
+        self.log_lines = log_lines
+        self.now = now
+        self._lock = threading.Lock()
+        self._by_key = {}
+        self._order = []
+
+    def observe(self, pod):
+        if not isinstance(pod, dict) or not pj.pod_belongs_to_job(pod, self.name):
+            return None
+        found = pj.container_failure(pod)
+        if not found:
+            return None
+        key = found["replica_type"] or found["pod"]
+        with self._lock:
+            current = self._by_key.get(key)
+            if current is not None:
+                retry = (current["pod"] == found["pod"] and current["container"] == found["container"]
+                         and not current["log_tail"] and current.get("log_error")
+                         and current["log_attempts"] < self.LOG_ATTEMPTS)
+                if not retry:
+                    return current
+        snapshot = dict(found, observed_at=pj.format_time(self.now()), log_tail=[], log_error=None,
+                        log_attempts=(current or {}).get("log_attempts", 0) + 1)
+        if current is not None:
+            snapshot["observed_at"] = current["observed_at"]
+        if self.log_lines > 0:
+            snapshot["log_tail"], snapshot["log_error"] = _log_tail(
+                self.service, self.namespace, found["pod"], found["container"], self.log_lines,
+                previous_first=found["previous"])
+        with self._lock:
+            if key not in self._by_key:
+                self._order.append(key)
+            self._by_key[key] = snapshot
+        return snapshot
+
+    def snapshots(self):
+        """The snapshots, oldest first (copies)."""
+        with self._lock:
+            return [dict(self._by_key[key]) for key in self._order]
+
+
+class PodFailureWatch(object):
+    """Runs a watch on the job's pods in a background thread, feeding a FailureRecorder,
+    while the module waits on the job itself.
+
+    Bounded: it ends by itself at `timeout` seconds, each watch round lasts at most
+    `round_seconds`, and stop() cancels the current round (closing its connection) and joins
+    the thread. When the watch fails (for example no permission to watch pods) it falls back
+    to listing the pods once per round.
+    """
+
+    ROUND_SECONDS = 60
+    JOIN_SECONDS = 5
+
+    def __init__(self, service, namespace, name, recorder, timeout, round_seconds=ROUND_SECONDS,
+                 clock=time.monotonic):
+        self.service = service
+        self.namespace = namespace
+        self.name = name
+        self.recorder = recorder
+        self.timeout = timeout
+        self.round_seconds = max(1, round_seconds)
+        self.clock = clock
+        self.error = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._watch = None
+        self._thread = None
+
+    def start(self):
+        self._thread = threading.Thread(target=self._run, name="pytorchjob-pod-watch-%s" % self.name)
+        self._thread.daemon = True
+        self._thread.start()
+        return self
+
+    def _run(self):
+        deadline = self.clock() + self.timeout
+        try:
+            while not self._stop.is_set():
+                remaining = deadline - self.clock()
+                if remaining <= 0:
+                    return
+                started = self.clock()
+                try:
+                    self._round(min(remaining, self.round_seconds))
+                except PyTorchJobError as exc:
+                    self.error = exc.msg
+                    self._poll()
+                    self._stop.wait(min(self.round_seconds, max(0, deadline - self.clock())))
+                if self.clock() - started < 1:
+                    # a round that returns at once must not turn into a busy loop
+                    self._stop.wait(1)
+        except Exception as exc:  # pylint: disable=broad-except
+            # the watch only adds evidence: it must never break the wait itself
+            self.error = "%s: %s" % (type(exc).__name__, exc)
+
+    def _round(self, seconds):
+        watch = self.service.watch_pods(self.namespace, self.name, seconds)
+        with self._lock:
+            self._watch = watch
+        try:
+            if self._stop.is_set():
+                return
+            for event_type, pod in watch.events():
+                if self._stop.is_set():
+                    break
+                if event_type in ("ADDED", "MODIFIED"):
+                    self.recorder.observe(pod)
+        finally:
+            with self._lock:
+                self._watch = None
+
+    def _poll(self):
+        try:
+            for pod in self.service.list_pods(self.namespace, self.name):
+                self.recorder.observe(pod)
+        except PyTorchJobError:
+            pass
+
+    def stop(self):
+        """Stop the watch and wait (briefly) for the thread; True when it has ended."""
+        self._stop.set()
+        with self._lock:
+            watch = self._watch
+        if watch is not None:
+            watch.cancel()
+        if self._thread is not None:
+            self._thread.join(self.JOIN_SECONDS)
+            return not self._thread.is_alive()
+        return True
+
+
+def _diagnose(service, params, summary, pod=None, container=None, job=None, snapshots=None):
+    """Fill summary['failure'] with the log tail of the failing container and recent events.
+
+    pod/container: a live pod with a problem (a wait that fails on a pod). job/snapshots: a
+    Failed job and the snapshots taken while waiting; when no live pod shows the failure,
+    the snapshot or else the operator's events fill it in (pj.complete_failure).
+    """
     namespace, name = summary["namespace"], summary["name"]
-    failure = summary.get("failure") or {}
+    failure = summary.get("failure") or pj.new_failure(
+        pod.get("reason") if pod else None, (container or {}).get("message"))
+    for key, value in pj.new_failure().items():
+        failure.setdefault(key, value)
+    snapshots = snapshots or []
+    live = [p["name"] for p in summary["pods"]]
     if pod is not None:
-        failure.setdefault("reason", pod.get("reason"))
-        failure.setdefault("message", (container or {}).get("message"))
         failure.update({
+            "source": pj.FAILURE_SOURCE_LIVE,
             "pod": pod["name"],
+            "replica_type": pod.get("replica_type"),
+            "replica_index": pod.get("replica_index"),
+            "node": pod.get("node"),
             "container": (container or {}).get("name") or pod.get("container"),
             "container_reason": (container or {}).get("reason") or pod.get("reason"),
+            "container_message": (container or {}).get("message"),
             "exit_code": (container or {}).get("exit_code", pod.get("exit_code")),
         })
-    failure.setdefault("log_tail", [])
-    failure.setdefault("events", [])
-    if failure.get("pod") and failure.get("container") and params["log_lines"] > 0:
+    fallback = job is not None and not failure.get("pod")
+
+    events, names = None, [name] + live
+    if fallback:
+        # the pods may be gone: their events (kubelet's) outlive them
+        names += pj.replica_pod_names(job) + [s["pod"] for s in snapshots]
+    if params["event_limit"] > 0 or fallback:
+        try:
+            events = service.list_events(namespace, list(dict.fromkeys(names)))
+        except PyTorchJobError as exc:
+            failure["events_error"] = exc.msg
+    if fallback:
+        pj.complete_failure(failure, job, snapshots, events, live)
+
+    if failure["source"] == pj.FAILURE_SOURCE_LIVE and failure.get("container") and params["log_lines"] > 0:
         tail, error = _log_tail(service, namespace, failure["pod"], failure["container"],
                                 params["log_lines"])
         failure["log_tail"] = tail
         if error:
             failure["log_error"] = error
-    if params["event_limit"] > 0:
-        try:
-            events = service.list_events(namespace, [name] + [p["name"] for p in summary["pods"]])
-            failure["events"] = pj.recent_events(events, params["event_limit"])
-        except PyTorchJobError as exc:
-            failure["events_error"] = exc.msg
+            # deleted between the listing and the log read: the snapshot kept its log
+            for snapshot in snapshots:
+                if (snapshot["pod"], snapshot["container"]) == (failure["pod"], failure["container"]) \
+                        and snapshot.get("log_tail"):
+                    failure["log_tail"] = list(snapshot["log_tail"])
+                    failure["observed_at"] = snapshot.get("observed_at")
+                    break
+    if params["event_limit"] > 0 and events is not None:
+        failure["events"] = pj.recent_events(events, params["event_limit"])
     summary["failure"] = failure
     return failure
 
@@ -463,8 +697,14 @@ def _failure_message(summary):
         parts.append("; pod %s container %s: %s (exit code %s)" % (
             failure["pod"], failure.get("container"), failure.get("container_reason"),
             failure.get("exit_code")))
+        if failure.get("source") == pj.FAILURE_SOURCE_SNAPSHOT:
+            parts.append(", recorded at %s while waiting" % failure.get("observed_at"))
+        elif failure.get("source") == pj.FAILURE_SOURCE_EVENTS:
+            parts.append(", from the operator's events")
     if failure.get("log_tail"):
         parts.append("; last log line: %s" % failure["log_tail"][-1])
+    if failure.get("hint"):
+        parts.append(". %s" % failure["hint"])
     return "".join(parts)
 
 
@@ -508,13 +748,24 @@ def _one_job(module, service):
         raise
 
     wait_result = None
+    snapshots = []
+    pod_watch = None
     if params["wait"]:
         waiter = JobWaiter(service, namespace, name, wanted=params["wait_for"],
                            timeout=params["wait_timeout"],
                            check_interval=params["wait_check_interval"],
                            fatal_reasons=params["wait_fail_reasons"],
                            on_transition=ProgressLog(module, namespace, name, params["progress_file"]))
-        wait_result = waiter.wait()
+        # The operator deletes the pods of a job that exceeds its backoffLimit before it marks
+        # the job Failed: record a failing container while it still exists.
+        recorder = FailureRecorder(service, namespace, name, params["log_lines"])
+        pod_watch = PodFailureWatch(service, namespace, name, recorder,
+                                    timeout=params["wait_timeout"]).start()
+        try:
+            wait_result = waiter.wait()
+        finally:
+            pod_watch.stop()
+        snapshots = recorder.snapshots()
         job = wait_result.job
         result.update(transitions=wait_result.transitions, waited_seconds=wait_result.elapsed)
 
@@ -522,7 +773,10 @@ def _one_job(module, service):
     result.update(exists=True, job=summary, jobs=[summary])
 
     if summary["phase"] == pj.PHASE_FAILED:
-        _diagnose(service, params, summary)
+        failure = _diagnose(service, params, summary, job=job, snapshots=snapshots)
+        if pod_watch is not None and pod_watch.error and failure["source"] != pj.FAILURE_SOURCE_LIVE:
+            module.warn("Could not watch the pods of PyTorchJob %s/%s while waiting: %s"
+                        % (namespace, name, pod_watch.error))
     if wait_result is None:
         return result
 

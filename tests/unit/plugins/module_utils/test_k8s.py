@@ -249,6 +249,46 @@ def test_watch_expired(service, monkeypatch):
         list(service.watch_job("training", "mnist", "1", 5))
 
 
+def test_watch_pods(service, monkeypatch):
+    watcher = mock.Mock()
+    watcher.stream.return_value = iter([{"type": "ADDED", "object": {"p": 1}, "raw_object": {"p": 1}}])
+    monkeypatch.setattr(k8s.k8s_watch, "Watch", lambda: watcher)
+    watch = service.watch_pods("training", "mnist", 20)
+    assert list(watch.events()) == [("ADDED", {"p": 1})]
+    args, kwargs = watcher.stream.call_args
+    assert args[1] == "training"
+    assert kwargs["label_selector"] == "training.kubeflow.org/job-name=mnist"
+    assert kwargs["timeout_seconds"] == 20
+    assert kwargs["_request_timeout"] == (10, 50)
+    # the function the watch calls is the pods' list, and the response is kept for cancel()
+    response = mock.Mock()
+    service.core.list_namespaced_pod.return_value = response
+    assert args[0]("training", watch=True) is response
+    watch.cancel()
+    response.shutdown.assert_called_once_with()
+    watcher.stop.assert_called_with()
+
+
+@pytest.mark.parametrize("status,error", [(403, ApiAccessError), (410, WatchExpiredError)])
+def test_watch_pods_errors(service, monkeypatch, status, error):
+    watcher = mock.Mock()
+    watcher.stream.side_effect = api_error(status, 'pods is forbidden: User "dev" cannot watch resource "pods"')
+    monkeypatch.setattr(k8s.k8s_watch, "Watch", lambda: watcher)
+    with pytest.raises(error) as err:
+        list(service.watch_pods("training", "mnist", 5).events())
+    if status == 403:
+        assert err.value.msg.startswith("Not allowed to watch the pods of PyTorchJob training/mnist (HTTP 403)")
+
+
+def test_watch_pods_error_after_cancel_is_silent(service, monkeypatch):
+    watcher = mock.Mock()
+    watcher.stream.side_effect = MaxRetryError(None, "/api/v1", "connection shut down")
+    monkeypatch.setattr(k8s.k8s_watch, "Watch", lambda: watcher)
+    watch = service.watch_pods("training", "mnist", 5)
+    watch.cancel()
+    assert list(watch.events()) == []
+
+
 class FakeResponse(object):
     def __init__(self, data):
         self.data = data

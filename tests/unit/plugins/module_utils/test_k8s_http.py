@@ -36,6 +36,9 @@ class Api(object):
         self.jobs = {}
         self.watch_events = []
         self.pods = []
+        self.pod_watch_events = []
+        self.pod_watch_hold = 0  # seconds a pod watch stays open after its events
+        self.pod_watch_release = threading.Event()
         self.log_bytes = 0
         self.requests = []
 
@@ -60,6 +63,25 @@ def make_handler(api):
                 body["message"] = 'pytorchjobs.kubeflow.org "%s" not found' % name
                 body["details"] = {"name": name, "group": "kubeflow.org", "kind": "pytorchjobs"}
             self._json(404, body)
+
+        def _pod_watch(self):
+            # chunked, as the API server streams a watch: each event arrives on its own
+            self.protocol_version = "HTTP/1.1"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for event in api.pod_watch_events:
+                    data = json.dumps(event).encode() + b"\n"
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
+                api.pod_watch_release.wait(api.pod_watch_hold)
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
 
         def do_GET(self):  # pylint: disable=invalid-name
             url = urlparse(self.path)
@@ -87,6 +109,8 @@ def make_handler(api):
                     return self._json(200, job) if job else self._not_found(parts[6])
                 return self._json(200, {"kind": "PyTorchJobList", "items": list(api.jobs.values())})
             if parts[:2] == ["api", "v1"] and parts[-1] == "pods":
+                if query.get("watch") in ("true", "True"):
+                    return self._pod_watch()
                 return self._json(200, {"kind": "PodList", "items": api.pods})
             if parts[:2] == ["api", "v1"] and parts[-1] == "events":
                 return self._json(200, {"kind": "EventList", "items": []})
@@ -196,3 +220,61 @@ def test_log_stream_memory_is_bounded(api_server):
     assert grown_mib < 40, "peak RSS grew by %.1f MiB for a ~64 MiB log" % grown_mib
     query = [r for r in api.requests if r[0].endswith("/log")][-1][1]
     assert query["container"] == "pytorch"
+
+
+def _pod(name, exit_code=None):
+    pod = {"metadata": {"name": name, "namespace": "training",
+                        "labels": {pj.LABEL_JOB_NAME: "mnist", pj.LABEL_REPLICA_TYPE: "master",
+                                   pj.LABEL_REPLICA_INDEX: "0"}},
+           "status": {"phase": "Running", "containerStatuses": [
+               {"name": "pytorch", "restartCount": 0, "state": {"running": {}}}]}}
+    if exit_code is not None:
+        pod["status"]["containerStatuses"][0]["state"] = {"terminated": {"exitCode": exit_code, "reason": "Error"}}
+    return pod
+
+
+def test_pod_watch_streams_events_and_ends_with_its_round(api_server):
+    api, service = api_server
+    api.pod_watch_events = [{"type": "ADDED", "object": _pod("mnist-master-0")},
+                            {"type": "MODIFIED", "object": _pod("mnist-master-0", exit_code=1)}]
+    events = list(service.watch_pods("training", "mnist", 7).events())
+    assert [(t, pj.container_failure(p) is not None) for t, p in events] == [("ADDED", False), ("MODIFIED", True)]
+    assert isinstance(events[0][1], dict)  # raw dicts, not kubernetes models
+    query = [r for r in api.requests if r[0].endswith("/pods") and r[1].get("watch")][-1][1]
+    assert query["labelSelector"] == pj.pod_label_selector("mnist")
+    assert query["timeoutSeconds"] == "7"
+
+
+def test_pod_watch_cancel_unblocks_a_waiting_reader(api_server):
+    api, service = api_server
+    api.pod_watch_events = [{"type": "ADDED", "object": _pod("mnist-master-0", exit_code=1)}]
+    api.pod_watch_hold = 30  # the server keeps the round open, as a real one would
+    watch = service.watch_pods("training", "mnist", 30)
+    seen, finished = [], threading.Event()
+
+    def read():
+        for event in watch.events():
+            seen.append(event)
+        finished.set()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert [t for t, _ in seen] == ["ADDED"]  # delivered while the round is still open
+        assert not finished.is_set()
+        start = time.monotonic()
+        watch.cancel()
+        assert finished.wait(5), "cancel() did not end the watch"
+        assert time.monotonic() - start < 2
+        reader.join(1)
+        assert not reader.is_alive()
+    finally:
+        api.pod_watch_release.set()
+    # cancelled before it started: no request at all
+    watch = service.watch_pods("training", "mnist", 30)
+    watch.cancel()
+    before = len(api.requests)
+    assert list(watch.events()) == []
+    assert len(api.requests) == before

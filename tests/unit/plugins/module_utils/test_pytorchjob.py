@@ -426,3 +426,178 @@ def test_fallback_without_master_spec_uses_job_role_label():
     summaries = [pj.pod_summary(load("pods", "running_worker1")), pj.pod_summary(worker0)]
     decision = pj.find_rank0(summaries, {})
     assert (decision["pod"]["name"], decision["method"]) == ("mnist-worker-0", "fallback-master-0")
+
+
+# ------------------------------------------------------------------ failure evidence
+# (when the operator deletes the pods of a job past its backoffLimit)
+
+
+def _job_event(message, reason="Error", first="2025-01-01T10:00:10Z", kind="PyTorchJob", name="mnist",
+               event_type="Warning"):
+    return {"involvedObject": {"kind": kind, "name": name}, "type": event_type, "reason": reason,
+            "message": message, "firstTimestamp": first, "lastTimestamp": first, "count": 1}
+
+
+def _operator_events():
+    """What v1.9.3 records on a job whose master exits 1 (OnFailure, backoffLimit 0)."""
+    return [
+        _job_event("Created pod: mnist-master-0", "SuccessfulCreatePod", "2025-01-01T10:00:01Z",
+                   event_type="Normal"),
+        _job_event("Pod: training.mnist-master-0 exited with code 1", "ExitedWithCode",
+                   "2025-01-01T10:00:10Z", event_type="Normal"),
+        _job_event("Error pod mnist-master-0 container pytorch exitCode: 1 terminated message: ",
+                   "Error", "2025-01-01T10:00:10Z"),
+        _job_event("Error pod mnist-worker-0 container pytorch exitCode: 1 terminated message: "
+                   "connection refused", "Error", "2025-01-01T10:00:14Z"),
+        _job_event("Deleted pod: mnist-master-0", "SuccessfulDeletePod", "2025-01-01T10:00:20Z",
+                   event_type="Normal"),
+        _job_event("Job mnist has failed because it has reached the specified backoff limit",
+                   "PyTorchJobFailed", "2025-01-01T10:00:20Z", event_type="Normal"),
+        # kubelet's events on the (deleted) pod and another job's events are not evidence
+        _job_event("Back-off restarting failed container pytorch in pod mnist-master-0_training(x)",
+                   "BackOff", "2025-01-01T10:00:09Z", kind="Pod", name="mnist-master-0"),
+        _job_event("Error pod other-master-0 container pytorch exitCode: 2 terminated message: ",
+                   "Error", "2025-01-01T10:00:05Z", name="other"),
+    ]
+
+
+def test_container_failure_terminated_now():
+    found = pj.container_failure(load("pods", "error_worker1"))
+    assert found == {
+        "pod": "mnist-worker-1", "namespace": "training", "replica_type": "worker", "replica_index": 1,
+        "node": "trainfleet-worker", "container": "pytorch", "init": False, "exit_code": 1,
+        "reason": "Error", "message": None, "finished_at": "2025-01-01T10:01:58Z", "restarts": 0,
+        "previous": False}
+
+
+@pytest.mark.parametrize("fixture,reason,exit_code,restarts", [
+    ("crashloopbackoff", "Error", 1, 4),        # waiting in CrashLoopBackOff after a crash
+    ("restarted_after_oom", "OOMKilled", 137, 1),  # running again after an OOM kill
+])
+def test_container_failure_of_the_previous_run(fixture, reason, exit_code, restarts):
+    found = pj.container_failure(load("pods", fixture))
+    assert found["previous"] is True
+    assert (found["reason"], found["exit_code"], found["restarts"]) == (reason, exit_code, restarts)
+    assert found["container"] == "pytorch"
+
+
+def test_container_failure_none_while_healthy_or_waiting_to_start():
+    for fixture in ("running_master", "succeeded_master0", "imagepullbackoff", "init_imagepullbackoff"):
+        assert pj.container_failure(load("pods", fixture)) is None, fixture
+
+
+def test_container_failure_of_an_init_container():
+    pod = load("pods", "running_master")
+    pod["status"] = {"phase": "Pending", "initContainerStatuses": [
+        {"name": "init-pytorch", "restartCount": 2, "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+         "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}],
+        "containerStatuses": [{"name": "pytorch", "state": {"waiting": {"reason": "PodInitializing"}}}]}
+    found = pj.container_failure(pod)
+    assert (found["container"], found["init"], found["previous"]) == ("init-pytorch", True, True)
+
+
+def test_choose_snapshot_prefers_the_replica_type_the_condition_names():
+    worker = {"pod": "mnist-worker-0", "replica_type": "worker"}
+    master = {"pod": "mnist-master-0", "replica_type": "master"}
+    failed = load("jobs", "failed")  # "... because 1 Worker replica(s) failed."
+    assert pj.failed_replica_type(failed) == "worker"
+    assert pj.choose_snapshot([master, worker], failed) is worker
+    failed["status"]["conditions"][-1]["message"] = 'job "mnist" is failing because "Master" replica(s) failed.'
+    assert pj.choose_snapshot([worker, master], failed) is master
+    backoff = load("jobs", "failed_backoff_deleted")  # names no replica: the first failure
+    assert pj.failed_replica_type(backoff) is None
+    assert pj.choose_snapshot([worker, master], backoff) is worker
+    assert pj.choose_snapshot([], backoff) is None
+
+
+def test_replica_pod_names():
+    assert pj.replica_pod_names(load("jobs", "failed")) == ["mnist-master-0", "mnist-worker-0", "mnist-worker-1"]
+
+
+def test_events_failure_the_first_exit_completed_from_its_pods_events():
+    found = pj.events_failure(_operator_events(), "mnist")
+    assert found == {"pod": "mnist-master-0", "container": "pytorch", "exit_code": 1,
+                     "container_reason": "Error", "container_message": None,
+                     "time": "2025-01-01T10:00:10Z"}
+
+
+def test_events_failure_exited_with_code_only_and_waiting_only():
+    exited = [_job_event("Pod: training.mnist-worker-0 exited with code 137", "ExitedWithCode")]
+    found = pj.events_failure(exited, "mnist")
+    assert (found["pod"], found["container"], found["exit_code"], found["container_reason"]) == \
+        ("mnist-worker-0", "pytorch", 137, None)
+    waiting = [_job_event("Error pod mnist-master-0 container pytorch waiting message: back-off 10s "
+                          "restarting failed container=pytorch pod=mnist-master-0", "CrashLoopBackOff")]
+    found = pj.events_failure(waiting, "mnist")
+    assert (found["pod"], found["exit_code"], found["container_reason"]) == \
+        ("mnist-master-0", None, "CrashLoopBackOff")
+    assert found["container_message"].startswith("back-off 10s")
+    clean = [_job_event("Pod: training.mnist-master-0 exited with code 0", "ExitedWithCode")]
+    assert pj.events_failure(clean, "mnist") is None
+    assert pj.events_failure([], "mnist") is None
+
+
+def test_pods_gone_hint_names_the_cause_and_the_way_to_keep_them():
+    backoff = load("jobs", "failed_backoff_deleted")
+    hint = pj.pods_gone_hint(backoff, "mnist-master-0")
+    assert hint.startswith("The training operator deleted the job's pods, and their logs, when the job "
+                           "exceeded runPolicy.backoffLimit (0)")
+    assert "no log is available, pod mnist-master-0 and its exit code come from the operator's events" in hint
+    assert "restartPolicy Never" in hint and "cleanPodPolicy None" in hint
+    assert "recorded while waiting" in pj.pods_gone_hint(backoff, "mnist-master-0", have_log=True)
+    assert "events name no failing pod" in pj.pods_gone_hint(backoff)
+    deadline = load("jobs", "failed_backoff_deleted")
+    deadline["spec"]["runPolicy"]["activeDeadlineSeconds"] = 600
+    deadline["status"]["conditions"][-1]["message"] = \
+        "Job mnist has failed because it was active longer than specified deadline"
+    assert "runPolicy.activeDeadlineSeconds (600)" in pj.pods_gone_hint(deadline)
+    cleaned = load("jobs", "failed")
+    cleaned["spec"]["runPolicy"] = {"cleanPodPolicy": "All"}
+    assert "cleanPodPolicy is All" in pj.pods_gone_hint(cleaned)
+
+
+def test_job_summary_failure_from_live_pods_says_so():
+    summary = pj.job_summary(load("jobs", "failed"), [load("pods", "error_worker1")])
+    failure = summary["failure"]
+    assert (failure["source"], failure["replica_type"], failure["replica_index"], failure["node"]) == \
+        ("live_pod", "worker", 1, "trainfleet-worker")
+    assert failure["hint"] is None and failure["observed_at"] is None
+    assert pj.complete_failure(failure, load("jobs", "failed"), [{"pod": "x"}], []) is failure
+    assert failure["pod"] == "mnist-worker-1"
+
+
+def test_complete_failure_from_a_snapshot():
+    job = load("jobs", "failed_backoff_deleted")
+    failure = pj.job_summary(job, [])["failure"]
+    assert failure["pod"] is None and failure["source"] is None
+    snapshot = dict(pj.container_failure(load("pods", "oomkilled")), observed_at="2025-01-01T10:00:11Z",
+                    log_tail=["epoch 1", "Killed"], log_error=None)
+    pj.complete_failure(failure, job, [snapshot], _operator_events(), live_pods=[])
+    assert failure["source"] == "snapshot"
+    assert (failure["pod"], failure["container"], failure["exit_code"], failure["container_reason"]) == \
+        ("mnist-master-0", "pytorch", 137, "OOMKilled")
+    assert failure["observed_at"] == "2025-01-01T10:00:11Z"
+    assert failure["log_tail"] == ["epoch 1", "Killed"]
+    assert "recorded while waiting" in failure["hint"] and "backoffLimit (0)" in failure["hint"]
+
+
+def test_complete_failure_from_events_when_nothing_was_recorded():
+    job = load("jobs", "failed_backoff_deleted")
+    failure = pj.job_summary(job, [])["failure"]
+    pj.complete_failure(failure, job, [], _operator_events(), live_pods=[])
+    assert failure["source"] == "events"
+    assert (failure["pod"], failure["replica_type"], failure["replica_index"], failure["container"],
+            failure["exit_code"], failure["container_reason"]) == \
+        ("mnist-master-0", "master", 0, "pytorch", 1, "Error")
+    assert failure["log_tail"] == [] and failure["node"] is None
+    assert "no log is available" in failure["hint"]
+
+
+def test_complete_failure_with_nothing_at_all():
+    job = load("jobs", "failed_backoff_deleted")
+    failure = pj.complete_failure(pj.job_summary(job, [])["failure"], job, [], None, live_pods=[])
+    assert failure["source"] is None and failure["pod"] is None
+    assert "events name no failing pod" in failure["hint"]
+    # pods that still exist (none of them failing) were not deleted: no hint
+    failure = pj.complete_failure(pj.job_summary(job, [])["failure"], job, [], [], live_pods=["mnist-worker-0"])
+    assert failure["hint"] is None

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 
 import pytest
 
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import ApiAccessError
 from ansible_collections.trainfleet.training.plugins.module_utils.waiter import JobWaiter
 from ansible_collections.trainfleet.training.plugins.modules import pytorchjob_info as module
 
@@ -161,6 +163,8 @@ def test_wait_fails_fast_on_failed_job_with_diagnostics(run_module, fake_time, f
     assert failure["exit_code"] == 1
     assert result["transitions"][-1]["phase"] == "Failed"
     assert result["waited_seconds"] < 5
+    assert failure["source"] == "live_pod" and failure["hint"] is None
+    assert (failure["replica_type"], failure["replica_index"], failure["node"]) == ("worker", 1, "trainfleet-worker")
 
 
 def test_wait_failed_crashloop_reads_previous_log(run_module, fake_time, fake_service, load, clock):
@@ -234,3 +238,264 @@ def test_missing_kubernetes_library(run_module, monkeypatch):
     monkeypatch.setattr(k8s, "HAS_K8S", False)
     failed, result = run_module(module, {"name": "mnist"})
     assert failed and "kubernetes" in result["msg"]
+
+
+# ------------------------------------------------------------------ pods deleted by the operator
+# A job past runPolicy.backoffLimit: the operator (v1.9.3) deletes its pods, then marks it Failed.
+
+
+class FakePodWatch(object):
+    """One round of the pod watch: its events, then open until cancelled (like a real one)."""
+
+    def __init__(self, events, hold, delivered):
+        self._events = list(events)
+        self._hold = hold
+        self._delivered = delivered
+        self._cancelled = threading.Event()
+
+    def events(self):
+        for event in self._events:
+            if self._cancelled.is_set():
+                return
+            yield event
+        if self._events:
+            self._delivered.set()  # every event has been handled by the consumer by now
+        self._cancelled.wait(self._hold)
+
+    def cancel(self):
+        self._cancelled.set()
+
+
+@pytest.fixture
+def watching_service(fake_service):
+    """A fake service with watch_pods. The job watch holds back its events until the pod watch
+    delivered its own (`gate`), then the pods are `pods_after_gate` (deleted: [])."""
+
+    class WatchingService(fake_service):
+        def __init__(self, pod_watch_rounds=None, pod_watch_error=None, pods_after_gate=None, **kwargs):
+            super(WatchingService, self).__init__(**kwargs)
+            self.pod_watch_rounds = list(pod_watch_rounds or [])
+            self.pod_watch_error = pod_watch_error
+            self.pods_after_gate = pods_after_gate
+            self.gate = threading.Event()
+            self.use_gate = bool(self.pod_watch_rounds) or pod_watch_error is not None
+
+        def watch_pods(self, namespace, job_name, timeout_seconds):
+            self.calls.append(("watch_pods", namespace, job_name))
+            if self.pod_watch_error is not None:
+                raise self.pod_watch_error
+            events = self.pod_watch_rounds.pop(0) if self.pod_watch_rounds else []
+            return FakePodWatch(events, min(timeout_seconds, 30), self.gate)
+
+        def list_pods(self, namespace, job_name=None):
+            pods = super(WatchingService, self).list_pods(namespace, job_name)
+            if self.pod_watch_error is not None and threading.current_thread().name.startswith("pytorchjob-pod-watch"):
+                self.gate.set()
+            return pods
+
+        def watch_job(self, namespace, name, resource_version, timeout_seconds):
+            if self.use_gate:
+                assert self.gate.wait(10), "the pod watch did not see the pods"
+                if self.pods_after_gate is not None:
+                    self.pods = list(self.pods_after_gate)
+            return super(WatchingService, self).watch_job(namespace, name, resource_version, timeout_seconds)
+
+    return WatchingService
+
+
+def _pod_watch_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("pytorchjob-pod-watch") and t.is_alive()]
+
+
+def _backoff_events():
+    def event(message, reason, when, event_type="Warning"):
+        return {"involvedObject": {"kind": "PyTorchJob", "name": "mnist"}, "type": event_type, "reason": reason,
+                "message": message, "firstTimestamp": when, "lastTimestamp": when, "count": 1}
+    return [
+        event("Created pod: mnist-master-0", "SuccessfulCreatePod", "2025-01-01T10:00:01Z", "Normal"),
+        event("Pod: training.mnist-master-0 exited with code 1", "ExitedWithCode", "2025-01-01T10:00:10Z", "Normal"),
+        event("Error pod mnist-master-0 container pytorch exitCode: 1 terminated message: ", "Error",
+              "2025-01-01T10:00:10Z"),
+        event("Deleted pod: mnist-master-0", "SuccessfulDeletePod", "2025-01-01T10:00:20Z", "Normal"),
+        event("Job mnist has failed because it has reached the specified backoff limit", "PyTorchJobFailed",
+              "2025-01-01T10:00:20Z", "Normal"),
+        {"involvedObject": {"kind": "Pod", "name": "mnist-master-0"}, "type": "Warning", "reason": "BackOff",
+         "message": "Back-off restarting failed container pytorch", "lastTimestamp": "2025-01-01T10:00:12Z"},
+    ]
+
+
+def _crashed_master(load):
+    """mnist-master-0 the moment its trainer exited 1 (restartPolicy OnFailure)."""
+    pod = load("pods", "oomkilled")
+    pod["status"]["containerStatuses"][0]["state"] = {"terminated": {
+        "reason": "Error", "exitCode": 1, "message": "trainer: error: unrecognized arguments",
+        "startedAt": "2025-01-01T10:00:08Z", "finishedAt": "2025-01-01T10:00:10Z"}}
+    return pod
+
+
+def test_wait_failed_pods_deleted_after_a_snapshot(run_module, fake_time, watching_service, load, clock):
+    fake_time(clock)
+    crash_log = b"".join(b"step %d\n" % i for i in range(10)) + b"trainer: error: unrecognized arguments\n"
+    service = watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pods=[_crashed_master(load)],
+        pod_watch_rounds=[[("ADDED", load("pods", "running_master")), ("MODIFIED", _crashed_master(load))]],
+        pods_after_gate=[],  # deleted by the operator before it marks the job Failed
+        logs={("mnist-master-0", False): crash_log},
+        events=_backoff_events(),
+        watch_rounds=[[("MODIFIED", load("jobs", "failed_backoff_deleted"))]],
+        clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True,
+                                         "log_lines": 3}, service)
+    assert failed
+    failure = result["job"]["failure"]
+    assert failure["source"] == "snapshot"
+    assert (failure["pod"], failure["replica_type"], failure["replica_index"], failure["node"], failure["container"]) == \
+        ("mnist-master-0", "master", 0, "trainfleet-worker", "pytorch")
+    assert (failure["exit_code"], failure["container_reason"], failure["container_message"]) == \
+        (1, "Error", "trainer: error: unrecognized arguments")
+    assert failure["log_tail"] == ["step 8", "step 9", "trainer: error: unrecognized arguments"]
+    assert failure["observed_at"]
+    assert result["job"]["pods"] == []
+    assert [e["reason"] for e in failure["events"]][-1] == "PyTorchJobFailed"
+    assert result["msg"].startswith(
+        "PyTorchJob training/mnist Failed: PyTorchJobFailed - Job mnist has failed because it has reached the "
+        "specified backoff limit; pod mnist-master-0 container pytorch: Error (exit code 1), recorded at ")
+    assert "last log line: trainer: error: unrecognized arguments" in result["msg"]
+    assert "deleted the job's pods" in result["msg"] and "from that snapshot" in result["msg"]
+    # the log was read once, while the pod existed: the current run (it had not restarted)
+    assert [c for c in service.calls if c[0] == "iter_log"] == [
+        ("iter_log", "mnist-master-0", "pytorch", 3, None, False, None)]
+    assert not _pod_watch_threads()
+
+
+def test_wait_failed_restarted_container_uses_its_previous_log(run_module, fake_time, watching_service, load, clock):
+    fake_time(clock)
+    restarted = load("pods", "restarted_after_oom")  # running again after exit code 137
+    service = watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pod_watch_rounds=[[("MODIFIED", restarted)]],
+        pods_after_gate=[],
+        logs={("mnist-worker-0", True): b"epoch 3\nKilled\n", ("mnist-worker-0", False): b"starting again\n"},
+        watch_rounds=[[("MODIFIED", load("jobs", "failed_backoff_deleted"))]],
+        clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True}, service)
+    assert failed
+    failure = result["job"]["failure"]
+    assert failure["source"] == "snapshot"
+    assert (failure["pod"], failure["exit_code"], failure["container_reason"]) == ("mnist-worker-0", 137, "OOMKilled")
+    assert failure["log_tail"] == ["epoch 3", "Killed"]
+    assert [c[5] for c in service.calls if c[0] == "iter_log"] == [True]  # previous=True, first
+    assert not _pod_watch_threads()
+
+
+def test_wait_failed_pods_deleted_without_snapshot_uses_the_events(run_module, fake_time, watching_service, load, clock):
+    fake_time(clock)
+    service = watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pods=[],
+        events=_backoff_events(),
+        watch_rounds=[[("MODIFIED", load("jobs", "failed_backoff_deleted"))]],
+        clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True}, service)
+    assert failed
+    failure = result["job"]["failure"]
+    assert failure["source"] == "events"
+    assert (failure["pod"], failure["replica_type"], failure["replica_index"], failure["container"],
+            failure["exit_code"], failure["container_reason"]) == ("mnist-master-0", "master", 0, "pytorch", 1, "Error")
+    assert failure["log_tail"] == [] and failure["observed_at"] is None
+    assert not [c for c in service.calls if c[0] == "iter_log"]
+    assert result["msg"].startswith(
+        "PyTorchJob training/mnist Failed: PyTorchJobFailed - Job mnist has failed because it has reached the "
+        "specified backoff limit; pod mnist-master-0 container pytorch: Error (exit code 1), from the operator's "
+        "events. The training operator deleted the job's pods, and their logs, when the job exceeded "
+        "runPolicy.backoffLimit (0)")
+    assert "no log is available" in result["msg"]
+    assert "restartPolicy Never" in result["msg"] and "cleanPodPolicy None" in result["msg"]
+    # the kubelet's events of the deleted pod (named from the replica specs) are listed too
+    listed = [c for c in service.calls if c[0] == "list_events"][-1][2]
+    assert {"mnist", "mnist-master-0", "mnist-worker-0"} <= set(listed)
+    assert "BackOff" in [e["reason"] for e in failure["events"]]
+
+
+def test_wait_failed_live_pods_win_over_the_snapshot(run_module, fake_time, watching_service, load, clock):
+    fake_time(clock)
+    service = watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pod_watch_rounds=[[("MODIFIED", _crashed_master(load))]],
+        pods_after_gate=[load("pods", "error_worker1")],
+        logs={("mnist-master-0", False): b"master log\n", ("mnist-worker-1", False): b"worker log\n"},
+        watch_rounds=[[("MODIFIED", load("jobs", "failed"))]],
+        clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True}, service)
+    assert failed
+    failure = result["job"]["failure"]
+    assert (failure["source"], failure["pod"], failure["log_tail"]) == ("live_pod", "mnist-worker-1", ["worker log"])
+
+
+def test_wait_failed_live_pod_deleted_before_its_log_was_read(run_module, fake_time, watching_service, load, clock):
+    fake_time(clock)
+    service = watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pod_watch_rounds=[[("MODIFIED", _crashed_master(load))]],
+        pods_after_gate=[_crashed_master(load)],
+        logs={("mnist-master-0", False): b"the crash\n"},
+        watch_rounds=[[("MODIFIED", load("jobs", "failed_backoff_deleted"))]],
+        clock=clock)
+    original = service.iter_log
+    reads = []
+
+    def iter_log(namespace, pod, **kwargs):
+        reads.append(pod)
+        if len(reads) > 1:  # the pod watch read it; by the time the module reads it, it is gone
+            service.logs.clear()
+        return original(namespace, pod, **kwargs)
+    service.iter_log = iter_log
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True}, service)
+    assert failed
+    failure = result["job"]["failure"]
+    assert failure["source"] == "live_pod"
+    assert failure["log_tail"] == ["the crash"] and failure["observed_at"]
+    assert "log_error" in failure
+
+
+def test_wait_pod_watch_forbidden_falls_back_to_listing(run_module, fake_time, watching_service, load, clock,
+                                                        monkeypatch):
+    fake_time(clock)
+    warnings = []
+    monkeypatch.setattr(module.AnsibleModule, "warn", lambda self, msg: warnings.append(msg))
+    service = watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pods=[_crashed_master(load)],
+        pod_watch_error=ApiAccessError("Not allowed to watch the pods of PyTorchJob training/mnist (HTTP 403)"),
+        pods_after_gate=[],
+        logs={("mnist-master-0", False): b"the crash\n"},
+        watch_rounds=[[("MODIFIED", load("jobs", "failed_backoff_deleted"))]],
+        clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True,
+                                         "wait_fail_reasons": []}, service)
+    assert failed
+    failure = result["job"]["failure"]
+    assert (failure["source"], failure["pod"], failure["log_tail"]) == ("snapshot", "mnist-master-0", ["the crash"])
+    assert warnings == ["Could not watch the pods of PyTorchJob training/mnist while waiting: "
+                        "Not allowed to watch the pods of PyTorchJob training/mnist (HTTP 403)"]
+    assert not _pod_watch_threads()
+
+
+def test_wait_succeeded_stops_the_pod_watch(run_module, fake_time, watching_service, load, clock):
+    fake_time(clock)
+    service = watching_service(jobs={"mnist": load("jobs", "running")},
+                               watch_rounds=[[("MODIFIED", load("jobs", "succeeded"))]], clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "wait": True}, service)
+    assert not failed and result["job"]["failure"] is None
+    assert ("watch_pods", "default", "mnist") in service.calls
+    assert not _pod_watch_threads()
+
+
+def test_failed_job_without_wait_and_without_pods_uses_the_events(run_module, fake_service, load):
+    service = fake_service(jobs={"mnist": load("jobs", "failed_backoff_deleted")}, events=_backoff_events())
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training"}, service)
+    assert not failed
+    failure = result["job"]["failure"]
+    assert (failure["source"], failure["pod"], failure["exit_code"]) == ("events", "mnist-master-0", 1)
+    assert "backoffLimit" in failure["hint"]
