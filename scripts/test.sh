@@ -26,6 +26,13 @@ run_unit() {
   python -m pytest -q tests/unit --junitxml="$REPORTS/unit.xml"
 }
 
+# site.yml --check on inventories/aws (CPU example) against a moto server of its own: nothing is
+# created, every step reports its plan or why it needs the cluster check mode does not create.
+run_integration() {
+  step "pytest tests/integration"
+  python -m pytest -q tests/integration --junitxml="$REPORTS/integration.xml"
+}
+
 run_trainer() {
   step "pytest trainer/tests"
   python -m pytest -q trainer/tests --junitxml="$REPORTS/trainer.xml"
@@ -56,6 +63,7 @@ case "${1:-all}" in
   lint) run_lint ;;
   sanity) run_sanity ;;
   unit) run_unit ;;
+  integration) run_integration ;;
   trainer) run_trainer ;;
   molecule) run_molecule ;;
   all)
@@ -64,10 +72,11 @@ case "${1:-all}" in
     run_lint
     run_sanity
     run_unit
+    run_integration
     run_trainer
     run_molecule
     check_reports
     echo "make test: all suites passed in $(( $(date +%s) - start ))s"
     ;;
-  *) echo "usage: $0 [all|lint|sanity|unit|trainer|molecule]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|lint|sanity|unit|integration|trainer|molecule]" >&2; exit 2 ;;
 esac
