@@ -39,10 +39,10 @@ integration: setup  ## pytest tests/integration (site.yml --check on inventories
 trainer-test: setup  ## pytest trainer/tests (real torchrun, moto)
 	@bash scripts/test.sh trainer
 
-molecule: setup  ## the molecule scenarios make test runs (aws: the AWS roles on the local endpoint)
+molecule: setup  ## the molecule scenarios make test runs (aws: AWS roles on the local endpoint; default: the local stack on kind)
 	@bash scripts/test.sh molecule
 
-molecule-default: setup  ## the local stack end to end on kind (not yet in make test, see scripts/test.sh)
+molecule-default: setup  ## only molecule/default: the local stack end to end on kind
 	@MOLECULE_SCENARIOS=default bash scripts/test.sh molecule
 
 bench-trainer: setup  ## samples/s for 1 and 2 processes (synthetic data) and scaling efficiency
