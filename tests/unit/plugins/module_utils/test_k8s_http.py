@@ -262,7 +262,7 @@ def test_pod_watch_cancel_unblocks_a_waiting_reader(api_server):
         deadline = time.monotonic() + 5
         while not seen and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert [t for t, _ in seen] == ["ADDED"]  # delivered while the round is still open
+        assert [event[0] for event in seen] == ["ADDED"]  # delivered while the round is still open
         assert not finished.is_set()
         start = time.monotonic()
         watch.cancel()
