@@ -388,10 +388,15 @@ def test_master_only_job_has_no_worker_spec():
 
 @pytest.mark.parametrize("platform", ["local", "aws"])
 def test_inventory_examples_render(platform):
-    """The inventories' train.yml examples produce valid jobs."""
-    with open(os.path.join(ROOT, "inventories", platform, "group_vars", "all", "train.yml")) as handle:
-        inventory = yaml.safe_load(handle)
-    overrides = dict(inventory)
+    """The inventories' train.yml examples produce valid jobs (with the rest of the inventory's vars)."""
+    group_vars = os.path.join(ROOT, "inventories", platform, "group_vars", "all")
+    overrides = {}
+    for name in sorted(os.listdir(group_vars)):
+        if name.endswith(".yml") and name != "train.yml":
+            with open(os.path.join(group_vars, name)) as handle:
+                overrides.update(yaml.safe_load(handle) or {})
+    with open(os.path.join(group_vars, "train.yml")) as handle:
+        overrides.update(yaml.safe_load(handle))
     overrides["trainfleet_platform"] = platform
     overrides["trainer_image_ref"] = IMAGE
     overrides["local_aws_pod_endpoint_url"] = "http://172.18.0.1:5050"
@@ -406,7 +411,9 @@ def test_inventory_examples_render(platform):
     else:
         assert "AWS_ENDPOINT_URL" not in env and "AWS_SECRET_ACCESS_KEY" not in env
         assert pod_spec(job, "Master")["serviceAccountName"] == "trainfleet-trainer"
-        assert pod_spec(job, "Master")["volumes"][0]["persistentVolumeClaim"]["claimName"]
+        # the storage step's claim (inventories/aws/group_vars/all/storage.yml), on the cpu group
+        assert pod_spec(job, "Master")["volumes"][0]["persistentVolumeClaim"]["claimName"] == "trainfleet-data"
+        assert pod_spec(job, "Master")["nodeSelector"] == {"trainfleet.io/nodegroup": "cpu"}
         assert pod_spec(job, "Master")["securityContext"] == {"fsGroup": 10001}
 
 
