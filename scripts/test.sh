@@ -40,7 +40,7 @@ run_trainer() {
 
 # Scenarios make test runs: aws (the AWS roles on a local endpoint, ~3 min) and default (the
 # local stack end to end on kind: create, converge, idempotence, side_effect, verify, destroy;
-# ~19 min with the build cache warm, much longer cold: see README "Time and disk").
+# ~16 min with the build cache warm; much longer on a cold cache, which builds every image).
 MOLECULE_SCENARIOS=${MOLECULE_SCENARIOS:-aws default}
 
 run_molecule() {
