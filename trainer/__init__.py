@@ -5,6 +5,8 @@ single process (``python -m trainer.train``). See trainer/README.md for the CLI 
 contract that the Ansible side (pytorchjob_logs, the train role) parses.
 """
 
+import sys
+
 __version__ = "0.1.0"
 
 # Log-line prefixes: a contract with the rest of trainfleet (see README.md, "Log lines").
@@ -13,3 +15,16 @@ EPOCH_PREFIX = "trainfleet-epoch:"
 RESULT_PREFIX = "trainfleet-result:"
 RESUME_PREFIX = "trainfleet-resume:"
 STOPPED_PREFIX = "trainfleet-stopped:"
+
+
+def emit(line, stream=None):
+    """Write one whole log line with a single write() and flush.
+
+    torchrun's workers share the container's stdout, and the image runs with PYTHONUNBUFFERED=1,
+    under which ``print(x)`` issues two writes ("x", then "\\n"). Two ranks printing at once then
+    produce "rank=0 ...rank=1 ...\\n\\n" and the rank line that pytorchjob_logs looks for is lost.
+    One write of line + newline (well under PIPE_BUF) is never split by another process.
+    """
+    stream = sys.stdout if stream is None else stream
+    stream.write(line + "\n")
+    stream.flush()

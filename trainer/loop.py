@@ -16,7 +16,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DistributedSampler, TensorDataset
 
-from trainer import RESUME_PREFIX, STOPPED_PREFIX, dist
+from trainer import RESUME_PREFIX, STOPPED_PREFIX, dist, emit
 from trainer.config import ConfigError
 from trainer.data import DataError, download_s3_dataset, iterate_batches, load_split, s3_cache_path
 from trainer.metrics import METRICS_NAME, MODEL_NAME, PLOT_NAME, epoch_line, metrics_jsonl, plot_png, result_line
@@ -34,7 +34,7 @@ class Logger:  # pylint: disable=too-few-public-methods
 
     def __call__(self, message):
         if self.enabled:
-            print(message if self.ctx.is_rank0 else f"[rank {self.ctx.rank}] {message}", flush=True)
+            emit(message if self.ctx.is_rank0 else f"[rank {self.ctx.rank}] {message}")
 
 
 def seed_everything(seed):
@@ -209,7 +209,7 @@ def launch(cfg):
     """Start the process group, print the rank line, train, always destroy the group. Returns the exit code."""
     try:
         ctx = dist.init(cfg)
-        print(ctx.rank_line(), flush=True)
+        emit(ctx.rank_line())
         return run(cfg, ctx)
     finally:
         dist.shutdown()

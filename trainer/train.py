@@ -7,6 +7,7 @@ and no process group is ever started. The training loop lives in trainer.loop.
 
 import sys
 
+from trainer import emit
 from trainer.config import ConfigError, parse_config
 from trainer.storage import StorageError
 
@@ -15,7 +16,7 @@ EXIT_DATA_ERROR = 1
 
 
 def _fail(message, code=EXIT_BAD_ARGUMENT):
-    print(f"trainfleet-trainer: error: {message}", file=sys.stderr, flush=True)
+    emit(f"trainfleet-trainer: error: {message}", sys.stderr)
     return code
 
 

@@ -74,7 +74,7 @@ DEFAULT_FATAL_WAITING_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidIma
 TRAINER_RANK_RE = re.compile(
     r"trainfleet-rank:\s+rank=(?P<rank>\d+)\s+local_rank=(?P<local_rank>\d+)\s+"
     r"world_size=(?P<world_size>\d+)\s+group_rank=(?P<group_rank>\d+)"
-    r"(?:\s+host=(?P<host>\S+))?")
+    r"(?:\s+host=(?P<host>(?:(?!trainfleet-)\S)+))?")
 TRAINER_RESULT_RE = re.compile(r"trainfleet-result:\s*(?P<json>\{.*\})\s*$")
 # torch.distributed.elastic agent (LOGLEVEL=INFO): "[default] Rendezvous complete for workers.
 # Result:" followed by indented "key=value" lines (restart_count, master_addr, group_rank,
@@ -833,9 +833,11 @@ def parse_rank_lines(lines):
     for line in lines:
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
-        match = TRAINER_RANK_RE.search(line)
-        if match:
-            trainer_lines.append(match.groupdict())
+        # finditer: older trainers (print under PYTHONUNBUFFERED) could tear two ranks' lines into one
+        # ("trainfleet-rank: rank=0 ...trainfleet-rank: rank=1 ...")
+        matches = [match.groupdict() for match in TRAINER_RANK_RE.finditer(line)]
+        if matches:
+            trainer_lines.extend(matches)
             continue
         if TORCHRUN_RDZV_RE.search(line):
             in_block = True

@@ -301,6 +301,16 @@ def test_parse_rank_lines_bytes_and_single_line_torchrun():
     assert info["torchrun"]["global_ranks"] == [0, 1]
 
 
+def test_parse_rank_lines_two_ranks_torn_into_one_line():
+    """Two local ranks that wrote their rank lines at once, newline after newline (print under -u)."""
+    info = pj.parse_rank_lines([
+        "trainfleet-rank: rank=1 local_rank=1 world_size=4 group_rank=0 host=job-worker-0"
+        "trainfleet-rank: rank=0 local_rank=0 world_size=4 group_rank=0 host=job-worker-0",
+        "",
+    ])
+    assert info["trainer"] == {"ranks": [0, 1], "group_rank": 0, "world_size": 4, "hosts": ["job-worker-0"]}
+
+
 def _summaries(*names):
     return [pj.pod_summary(load("pods", n)) for n in names]
 
