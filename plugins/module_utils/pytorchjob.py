@@ -384,12 +384,23 @@ def _container_problem(entry):
     return None
 
 
+def _pod_identity(pod):
+    """Which pod this is: name, namespace, replica type and index (the operator's labels), node."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return {
+        "name": meta.get("name"),
+        "namespace": meta.get("namespace"),
+        "replica_type": labels.get(LABEL_REPLICA_TYPE),
+        "replica_index": _to_int(labels.get(LABEL_REPLICA_INDEX)),
+        "node": (pod.get("spec") or {}).get("nodeName"),
+    }
+
+
 def pod_summary(pod):
     """name, replica type/index, node, phase, restarts, reason, exit_code, containers."""
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
     status = pod.get("status") or {}
-    labels = meta.get("labels") or {}
+    labels = (pod.get("metadata") or {}).get("labels") or {}
     init = [_container_entry(s, True) for s in status.get("initContainerStatuses") or []]
     main = [_container_entry(s, False) for s in status.get("containerStatuses") or []]
     containers = init + main
@@ -419,13 +430,9 @@ def pod_summary(pod):
             last_reason, last_exit_code = entry["last_reason"], entry["last_exit_code"]
             break
 
-    return {
-        "name": meta.get("name"),
-        "namespace": meta.get("namespace"),
-        "replica_type": labels.get(LABEL_REPLICA_TYPE),
-        "replica_index": _to_int(labels.get(LABEL_REPLICA_INDEX)),
+    summary = _pod_identity(pod)
+    summary.update({
         "job_role": labels.get(LABEL_JOB_ROLE),
-        "node": spec.get("nodeName"),
         "phase": status.get("phase"),
         "pod_ip": status.get("podIP"),
         "start_time": status.get("startTime"),
@@ -438,7 +445,8 @@ def pod_summary(pod):
         "last_reason": last_reason,
         "last_exit_code": last_exit_code,
         "containers": containers,
-    }
+    })
+    return summary
 
 
 def replica_sort_key(summary):
@@ -581,8 +589,6 @@ def container_failure(pod):
     (lastState.terminated). `previous` is True in the second case: the failed run is the
     container's previous one, so its log is read with previous=True.
     """
-    meta = pod.get("metadata") or {}
-    labels = meta.get("labels") or {}
     status = pod.get("status") or {}
     entries = [(s, False) for s in status.get("containerStatuses") or []] + \
         [(s, True) for s in status.get("initContainerStatuses") or []]
@@ -593,12 +599,9 @@ def container_failure(pod):
             terminated, previous = (cstatus.get("lastState") or {}).get("terminated"), True
             if not _failed_run(terminated):
                 continue
-        return {
-            "pod": meta.get("name"),
-            "namespace": meta.get("namespace"),
-            "replica_type": labels.get(LABEL_REPLICA_TYPE),
-            "replica_index": _to_int(labels.get(LABEL_REPLICA_INDEX)),
-            "node": (pod.get("spec") or {}).get("nodeName"),
+        failure = _pod_identity(pod)
+        failure["pod"] = failure.pop("name")
+        failure.update({
             "container": cstatus.get("name"),
             "init": init,
             "exit_code": _to_int(terminated.get("exitCode")),
@@ -607,7 +610,8 @@ def container_failure(pod):
             "finished_at": terminated.get("finishedAt"),
             "restarts": _to_int(cstatus.get("restartCount"), 0),
             "previous": previous,
-        }
+        })
+        return failure
     return None
 
 
