@@ -12,24 +12,22 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tarfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import boto3
 import pytest
+
+from tests.support.moto import MotoStartError, moto_server
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 # The CPU example pins us-east-1; the inventory's default region is us-west-2. Both are checked.
 REGIONS = ("us-east-1", "us-west-2")
 MOTO_ACCOUNT = "123456789012"
-MOTO_START_TIMEOUT = 60
 PLAYBOOK_TIMEOUT = 600
 # The trainer_image step builds FROM this image and never pulls it (it comes from the local stack).
 BASE_IMAGE = "trainfleet/debian-base:bookworm"
@@ -84,47 +82,15 @@ STEPS = {
 }
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _answers(url):
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @pytest.fixture(scope="module")
 def moto_endpoint(tmp_path_factory):
     """A moto server of our own on a free loopback port, with the AWS managed IAM policies."""
-    port = _free_port()
-    url = "http://127.0.0.1:%d" % port
     log_path = tmp_path_factory.mktemp("moto") / "moto-server.log"
-    env = dict(os.environ, MOTO_IAM_LOAD_MANAGED_POLICIES="true")
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(log_path.parent),
-        )
     try:
-        deadline = time.monotonic() + MOTO_START_TIMEOUT
-        while not _answers(url + "/moto-api/"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("moto server on %s did not answer within %ds (rc=%s): %s"
-                            % (url, MOTO_START_TIMEOUT, proc.poll(), log_path.read_text()[-2000:]))
-            time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        with moto_server(log_path, env={"MOTO_IAM_LOAD_MANAGED_POLICIES": "true"}) as url:
+            yield url
+    except MotoStartError as exc:
+        pytest.fail(str(exc))
 
 
 def _docker_has(image):

@@ -1,27 +1,19 @@
 """Shared fixtures: a clean environment for trainer subprocesses, free ports, a real moto server."""
 
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.support.moto import MotoStartError, free_port
+from tests.support.moto import moto_server as running_moto
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SUBPROCESS_TIMEOUT = 240
 DIST_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
              "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE")
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def base_env(**extra):
@@ -62,47 +54,14 @@ def _quiet_env(monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
 
 
-def _moto_server_cmd():
-    exe = Path(sys.executable).parent / "moto_server"
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("moto_server")
-    if found:
-        return [found]
-    pytest.fail("moto_server not found next to the Python interpreter nor on PATH (requirements.txt pins moto[server])")
-    return None
-
-
 @pytest.fixture(scope="session")
 def moto_server(tmp_path_factory):
     """A REAL moto server on a free localhost port for the session; stopped (bounded) afterwards."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = tmp_path_factory.mktemp("moto") / "moto.log"
-    with open(log, "wb") as handle:
-        proc = subprocess.Popen([*_moto_server_cmd(), "-H", "127.0.0.1", "-p", str(port)], stdout=handle, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"moto_server exited with {proc.returncode}: {log.read_text(errors='replace')[-2000:]}")
-            try:
-                with urllib.request.urlopen(url + "/moto-api/", timeout=2):
-                    break
-            except urllib.error.HTTPError:
-                break  # any HTTP answer means the server is up
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"moto_server did not answer on {url} within 60 s")
-                time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        with running_moto(tmp_path_factory.mktemp("moto") / "moto.log") as url:
+            yield url
+    except MotoStartError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture
