@@ -106,7 +106,13 @@ DEADLINE_RE = re.compile(r"deadline", re.I)
 
 METHOD_TRAINER = "trainer-log"
 METHOD_TORCHRUN = "torchrun-log"
+METHOD_OUTPUT = "trainer-rank0-output"
 METHOD_FALLBACK = "fallback-master-0"
+# Lines only the trainer's global rank 0 prints, at the start of a line or after torchrun's
+# "--tee" prefix "[default0]:" (other ranks prefix theirs with "[rank N] " under --verbose-ranks).
+# They tell rank 0 when the head of a log, with its trainfleet-rank: line, is gone (the kubelet
+# serves only the current file of a rotated log).
+RANK0_OUTPUT_RE = re.compile(r"^(?:\[[A-Za-z_-]*\d+\]:)?trainfleet-(?:epoch|result|resume|stopped):")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -827,6 +833,8 @@ def parse_rank_lines(lines):
         None when no such line.
       torchrun: from the elastic agent's latest "Rendezvous complete" block: group_rank,
         global_ranks, restart_count; None when not found.
+      rank0_output: True when a line starts with what only global rank 0 prints
+        (RANK0_OUTPUT_RE: epoch, result, resume and stopped lines).
     The latest round counts because an elastic restart re-runs the rendezvous and may hand
     out different ranks.
     """
@@ -834,9 +842,13 @@ def parse_rank_lines(lines):
     torchrun = None
     in_block = False
     block = None
+    rank0_output = False
     for line in lines:
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
+        if RANK0_OUTPUT_RE.match(line):
+            rank0_output = True
+            continue
         # finditer: older trainers (print under PYTHONUNBUFFERED) could tear two ranks' lines into one
         # ("trainfleet-rank: rank=0 ...trainfleet-rank: rank=1 ...")
         matches = [match.groupdict() for match in TRAINER_RANK_RE.finditer(line)]
@@ -876,7 +888,12 @@ def parse_rank_lines(lines):
             "world_size": int(world),
             "hosts": sorted(set(t["host"] for t in same_round if t.get("host"))),
         }
-    return {"trainer": trainer, "torchrun": torchrun}
+    return {"trainer": trainer, "torchrun": torchrun, "rank0_output": rank0_output}
+
+
+def says_nothing(info):
+    """True when parse_rank_lines found no word about ranks."""
+    return not (info.get("trainer") or info.get("torchrun") or info.get("rank0_output"))
 
 
 def _torchrun_fields(line, block):
@@ -906,6 +923,8 @@ def pod_ranks(info):
     if info.get("torchrun"):
         tr = info["torchrun"]
         return tr.get("global_ranks") or [], tr.get("group_rank"), METHOD_TORCHRUN
+    if info.get("rank0_output"):
+        return [0], None, METHOD_OUTPUT
     return [], None, None
 
 
@@ -915,6 +934,8 @@ def _holds_rank(info, rank, method):
         if not data:
             return False
         return rank in data["ranks"] or (rank == 0 and data["group_rank"] == 0)
+    if method == METHOD_OUTPUT:
+        return rank == 0 and bool(info.get("rank0_output"))
     data = info.get("torchrun")
     if not data:
         return False
@@ -947,12 +968,13 @@ def find_rank0(summaries, rank_infos):
     """Pick the pod that ran global rank 0.
 
     summaries: pod summaries; rank_infos: {pod name: parse_rank_lines(...)}.
-    Decides by the trainer's own rank lines first, then torchrun's rendezvous result, then
-    falls back to master-0. When several pods claim rank 0 (stale logs from before an elastic
+    Decides by the trainer's own rank lines first, then torchrun's rendezvous result, then the
+    trainer's rank-0-only lines (epoch/result: the head of a rotated log is gone), then falls
+    back to master-0. When several pods claim rank 0 (stale logs from before an elastic
     restart), the most recently started one wins.
     Returns {"pod": summary or None, "method": ..., "candidates": [names]}.
     """
-    for method in (METHOD_TRAINER, METHOD_TORCHRUN):
+    for method in (METHOD_TRAINER, METHOD_TORCHRUN, METHOD_OUTPUT):
         candidates = [s for s in summaries
                       if _holds_rank(rank_infos.get(s["name"]) or {}, 0, method)]
         if candidates:

@@ -18,8 +18,14 @@ description:
     in this order, the trainer's own C(trainfleet-rank:) line (method C(trainer-log)),
     then torchrun's elastic agent C(Rendezvous complete) block with C(group_rank) and
     C(global_ranks) (method C(torchrun-log), printed by torchrun with C(LOGLEVEL=INFO)),
-    and only when no pod says anything the master replica 0 (method C(fallback-master-0)).
-    RV(method) says which one decided.
+    then the lines only the trainer's global rank 0 prints (C(trainfleet-epoch:),
+    C(trainfleet-result:), ...; method C(trainer-rank0-output)), and only when no pod says
+    anything the master replica 0 (method C(fallback-master-0)). RV(method) says which one
+    decided.
+  - When the head of a pod's log says nothing about ranks, its last O(rank_scan_tail_lines)
+    lines are read as well. The kubelet serves only the current file of a rotated log
+    (C(containerLogMaxSize), 10Mi by default on EKS nodes), so a long log loses its head and
+    with it the rank lines; the rank-0-only lines near the end still tell.
   - The log is streamed in chunks, never loaded whole, so memory stays bounded for logs of
     hundreds of MB. The returned RV(log) holds at most the last O(max_bytes) bytes (starting at
     a line start when a whole line fits; RV(truncated) tells); O(dest) and the files in
@@ -84,9 +90,16 @@ options:
     type: path
   rank_scan_bytes:
     description:
-      - How many bytes from the start of each pod's log are read to find the ranks it ran.
+      - How many bytes from the start of each pod's log are read to find the ranks it ran
+        (and at most this many of the tail read by O(rank_scan_tail_lines)).
     type: int
     default: 1048576
+  rank_scan_tail_lines:
+    description:
+      - How many lines from the end of a pod's log are read when its head says nothing about
+        ranks. V(0) reads no tail.
+    type: int
+    default: 2000
 extends_documentation_fragment:
   - trainfleet.training.k8s_auth
 attributes:
@@ -171,7 +184,8 @@ group_rank:
   type: int
   sample: 0
 method:
-  description: What decided, C(trainer-log), C(torchrun-log) or C(fallback-master-0).
+  description: What decided, C(trainer-log), C(torchrun-log), C(trainer-rank0-output) or
+    C(fallback-master-0).
   returned: always
   type: str
   sample: trainer-log
@@ -183,7 +197,7 @@ candidates:
   elements: str
 scanned:
   description: What each pod's log said about ranks (pod, replica_type, replica_index, ranks,
-    group_rank, source, error).
+    group_rank, source, error, and part, C(head) or C(tail) when the tail was read too).
   returned: always
   type: list
   elements: dict
@@ -270,6 +284,7 @@ def argspec():
         all_ranks=dict(type="bool", default=False),
         dest_dir=dict(type="path"),
         rank_scan_bytes=dict(type="int", default=1048576),
+        rank_scan_tail_lines=dict(type="int", default=2000),
     )
     return spec
 
@@ -325,21 +340,31 @@ def stream_log(module, chunks, tail, dest=None):
     return changed, dest
 
 
+def _scan_part(service, params, namespace, name, container, tail_lines=None):
+    chunks = service.iter_log(namespace, name, container=container, previous=params["previous"],
+                              tail_lines=tail_lines, limit_bytes=params["rank_scan_bytes"])
+    return pj.parse_rank_lines(iter_lines(chunks))
+
+
 def scan_ranks(service, params, namespace, pods, summaries):
-    """Parse the head of every pod's log; {pod name: parse_rank_lines result}, scan list."""
+    """Parse the head of every pod's log, and its tail when the head says nothing;
+    {pod name: parse_rank_lines result}, scan list."""
     infos = {}
     scanned = []
     for pod, summary in zip(pods, summaries):
         name = summary["name"]
+        container = _container_for(pod, params["container"])
         entry = {"pod": name, "replica_type": summary["replica_type"],
                  "replica_index": summary["replica_index"], "ranks": [], "group_rank": None,
-                 "source": None, "error": None}
+                 "source": None, "part": "head", "error": None}
         try:
-            chunks = service.iter_log(namespace, name, container=_container_for(pod, params["container"]),
-                                      previous=params["previous"], limit_bytes=params["rank_scan_bytes"])
-            info = pj.parse_rank_lines(iter_lines(chunks))
+            info = _scan_part(service, params, namespace, name, container)
+            if pj.says_nothing(info) and params["rank_scan_tail_lines"]:
+                # a rotated log: its head (and the rank lines) may be gone
+                info = _scan_part(service, params, namespace, name, container, params["rank_scan_tail_lines"])
+                entry["part"] = "tail"
         except LogReadError as exc:
-            info = {"trainer": None, "torchrun": None}
+            info = {"trainer": None, "torchrun": None, "rank0_output": False}
             entry["error"] = exc.msg
         infos[name] = info
         entry["ranks"], entry["group_rank"], entry["source"] = pj.pod_ranks(info)
@@ -439,7 +464,7 @@ def main():
         required_if=[("all_ranks", True, ["dest_dir"])],
         mutually_exclusive=[("all_ranks", "dest")],
     )
-    for option in ("tail_lines", "since_seconds", "max_bytes", "rank_scan_bytes"):
+    for option in ("tail_lines", "since_seconds", "max_bytes", "rank_scan_bytes", "rank_scan_tail_lines"):
         value = module.params[option]
         if value is not None and value < 0:
             module.fail_json(msg="%s must be 0 or more, got %s" % (option, value))

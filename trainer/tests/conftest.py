@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.moto import MotoStartError, free_port
+from tests.support.moto import MotoStartError
 from tests.support.moto import moto_server as running_moto
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

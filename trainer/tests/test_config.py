@@ -5,8 +5,9 @@ import time
 
 import pytest
 
+from tests.support.moto import free_port
 from trainer.config import ConfigError, TrainConfig, build_parser, parse_config
-from trainer.tests.conftest import base_env, free_port, single
+from trainer.tests.conftest import base_env, single
 
 
 def test_defaults_are_valid(tmp_path):

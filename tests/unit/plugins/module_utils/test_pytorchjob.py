@@ -291,8 +291,38 @@ def test_parse_rank_lines_latest_round_wins():
 
 
 def test_parse_rank_lines_nothing():
-    assert pj.parse_rank_lines(log_lines("plain")) == {"trainer": None, "torchrun": None}
-    assert pj.parse_rank_lines([]) == {"trainer": None, "torchrun": None}
+    assert pj.parse_rank_lines(log_lines("plain")) == {"trainer": None, "torchrun": None, "rank0_output": False}
+    assert pj.parse_rank_lines([]) == {"trainer": None, "torchrun": None, "rank0_output": False}
+    assert pj.says_nothing(pj.parse_rank_lines(log_lines("plain")))
+
+
+@pytest.mark.parametrize("line,rank0", [
+    ("trainfleet-epoch: epoch=1 loss=0.5 test_acc=0.9 samples_per_s=100.0", True),
+    ('trainfleet-result: {"final_accuracy": 0.9}', True),
+    ("trainfleet-resume: epoch=2 next_epoch=3 snapshot=s3://b/p", True),
+    ("trainfleet-stopped: epoch=2 reason=--stop-after-epoch", True),
+    ("[default0]:trainfleet-epoch: epoch=1 loss=0.5 test_acc=0.9 samples_per_s=100.0", True),  # torchrun --tee
+    ("[rank 2] trainfleet-epoch: epoch=1 loss=0.5 test_acc=0.9 samples_per_s=100.0", False),  # --verbose-ranks
+    ("[default1]:[rank 3] trainfleet-epoch: epoch=1", False),
+    ("echo trainfleet-result: {}", False),
+    ("trainfleet-info: dataset digits", False),
+])
+def test_parse_rank_lines_rank0_output(line, rank0):
+    info = pj.parse_rank_lines([line])
+    assert info["rank0_output"] is rank0
+    assert pj.says_nothing(info) is not rank0
+    assert pj.pod_ranks(info) == (([0], None, "trainer-rank0-output") if rank0 else ([], None, None))
+
+
+def test_find_rank0_prefers_rank_lines_over_rank0_output():
+    summaries = _summaries("running_master", "running_worker0")
+    infos = {"mnist-master-0": pj.parse_rank_lines(["trainfleet-epoch: epoch=1 loss=1 test_acc=0.5 samples_per_s=1"]),
+             "mnist-worker-0": pj.parse_rank_lines(["trainfleet-rank: rank=0 local_rank=0 world_size=2 group_rank=0"])}
+    assert pj.find_rank0(summaries, infos)["method"] == "trainer-log"
+    assert pj.find_rank0(summaries, infos)["pod"]["name"] == "mnist-worker-0"
+    del infos["mnist-worker-0"]
+    decision = pj.find_rank0(summaries, infos)
+    assert (decision["pod"]["name"], decision["method"]) == ("mnist-master-0", "trainer-rank0-output")
 
 
 def test_parse_rank_lines_bytes_and_single_line_torchrun():

@@ -66,6 +66,41 @@ def test_fallback_master0_when_logs_say_nothing(run_module, fake_service, load, 
     assert (result["pod"], result["method"], result["ranks"]) == ("mnist-master-0", "fallback-master-0", [])
 
 
+ROTATED_RANK0 = b"".join(b"step %06d loss=0.1\n" % i for i in range(50)) + (
+    b"trainfleet-epoch: epoch=9 loss=0.1 test_acc=0.97 samples_per_s=100.0\n"
+    b'trainfleet-result: {"final_accuracy": 0.97, "epochs": 9}\n')
+ROTATED_OTHER = b"".join(b"[rank 1] step %06d loss=0.1\n" % i for i in range(60))
+
+
+def test_rank0_by_its_output_when_rotation_cut_the_heads(run_module, fake_service, load):
+    """Long logs on a node with the default 10Mi rotation: no rank line left, only rank 0's epoch lines."""
+    service = fake_service(jobs={"mnist": load("jobs", "succeeded")},
+                           pods=[load("pods", "running_master"), load("pods", "running_worker0")],
+                           logs={("mnist-master-0", False): ROTATED_OTHER,
+                                 ("mnist-worker-0", False): ROTATED_RANK0})
+    service.logs[("mnist-worker-0", False)] = b"x" * 5000 + b"\n" + ROTATED_RANK0  # rank-0 lines beyond the head scan
+    failed, result = run_module(module, {"name": "mnist", "rank_scan_bytes": 4096, "rank_scan_tail_lines": 20}, service)
+    assert not failed
+    assert (result["pod"], result["method"], result["ranks"]) == ("mnist-worker-0", "trainer-rank0-output", [0])
+    assert [(s["pod"], s["part"], s["source"]) for s in result["scanned"]] == [
+        ("mnist-master-0", "tail", None), ("mnist-worker-0", "tail", "trainer-rank0-output")]
+    tails = [c for c in service.calls if c[0] == "iter_log" and c[3] == 20]
+    assert [(c[1], c[6]) for c in tails] == [("mnist-master-0", 4096), ("mnist-worker-0", 4096)]
+    assert result["trainer_result"]["final_accuracy"] == 0.97
+
+
+def test_no_tail_read_when_the_head_tells_or_tail_lines_is_zero(run_module, elastic, fake_service, load, load_log):
+    service = elastic()
+    failed, result = run_module(module, {"name": "mnist"}, service)
+    assert not failed and {s["part"] for s in result["scanned"]} == {"head"}
+    assert len([c for c in service.calls if c[0] == "iter_log"]) == 4  # 3 head scans + the rank-0 log
+    service = fake_service(jobs={"mnist": load("jobs", "running")}, pods=[load("pods", "running_master")],
+                           logs={("mnist-master-0", False): load_log("plain")})
+    failed, result = run_module(module, {"name": "mnist", "rank_scan_tail_lines": 0}, service)
+    assert not failed and result["method"] == "fallback-master-0" and result["scanned"][0]["part"] == "head"
+    assert len([c for c in service.calls if c[0] == "iter_log"]) == 2
+
+
 def test_unreadable_pod_does_not_stop_the_scan(run_module, fake_service, load, load_log):
     service = fake_service(jobs={"mnist": load("jobs", "created")},
                            pods=[load("pods", "running_master"), load("pods", "imagepullbackoff")],
@@ -198,6 +233,7 @@ def test_rank0_log_unreadable_fails(run_module, fake_service, load):
     ({"name": "a", "all_ranks": True}, "all_ranks is True but all of the following are missing: dest_dir"),
     ({"name": "a", "all_ranks": True, "dest_dir": "/tmp", "dest": "/tmp/x"}, "mutually exclusive"),
     ({"name": "a", "max_bytes": -1}, "max_bytes must be 0 or more"),
+    ({"name": "a", "rank_scan_tail_lines": -1}, "rank_scan_tail_lines must be 0 or more"),
     ({"name": "a", "tail_lines": -5}, "tail_lines must be 0 or more"),
     ({"name": "a", "rank_scan_bytes": 0}, "rank_scan_bytes must be more than 0"),
 ])
