@@ -90,14 +90,13 @@ options:
     type: path
   rank_scan_bytes:
     description:
-      - How many bytes from the start of each pod's log are read to find the ranks it ran
-        (and at most this many of the tail read by O(rank_scan_tail_lines)).
+      - How many bytes from the start of each pod's log are read to find the ranks it ran.
     type: int
     default: 1048576
   rank_scan_tail_lines:
     description:
       - How many lines from the end of a pod's log are read when its head says nothing about
-        ranks. V(0) reads no tail.
+        ranks. V(0) reads no tail. The tail is streamed and parsed line by line, not kept.
     type: int
     default: 2000
 extends_documentation_fragment:
@@ -341,8 +340,10 @@ def stream_log(module, chunks, tail, dest=None):
 
 
 def _scan_part(service, params, namespace, name, container, tail_lines=None):
+    """parse_rank_lines of the head (rank_scan_bytes) or, with tail_lines, of the last lines.
+    The tail is not cut by bytes: its last lines are the ones that tell (the result line)."""
     chunks = service.iter_log(namespace, name, container=container, previous=params["previous"],
-                              tail_lines=tail_lines, limit_bytes=params["rank_scan_bytes"])
+                              tail_lines=tail_lines, limit_bytes=None if tail_lines else params["rank_scan_bytes"])
     return pj.parse_rank_lines(iter_lines(chunks))
 
 

@@ -78,14 +78,15 @@ def test_rank0_by_its_output_when_rotation_cut_the_heads(run_module, fake_servic
                            pods=[load("pods", "running_master"), load("pods", "running_worker0")],
                            logs={("mnist-master-0", False): ROTATED_OTHER,
                                  ("mnist-worker-0", False): ROTATED_RANK0})
-    service.logs[("mnist-worker-0", False)] = b"x" * 5000 + b"\n" + ROTATED_RANK0  # rank-0 lines beyond the head scan
-    failed, result = run_module(module, {"name": "mnist", "rank_scan_bytes": 4096, "rank_scan_tail_lines": 20}, service)
+    # rank-0 lines far beyond the 256-byte head scan; the 20-line tail (504 bytes) is longer than that
+    service.logs[("mnist-worker-0", False)] = b"x" * 5000 + b"\n" + ROTATED_RANK0
+    failed, result = run_module(module, {"name": "mnist", "rank_scan_bytes": 256, "rank_scan_tail_lines": 20}, service)
     assert not failed
     assert (result["pod"], result["method"], result["ranks"]) == ("mnist-worker-0", "trainer-rank0-output", [0])
     assert [(s["pod"], s["part"], s["source"]) for s in result["scanned"]] == [
         ("mnist-master-0", "tail", None), ("mnist-worker-0", "tail", "trainer-rank0-output")]
     tails = [c for c in service.calls if c[0] == "iter_log" and c[3] == 20]
-    assert [(c[1], c[6]) for c in tails] == [("mnist-master-0", 4096), ("mnist-worker-0", 4096)]
+    assert [(c[1], c[6]) for c in tails] == [("mnist-master-0", None), ("mnist-worker-0", None)]  # tails not cut
     assert result["trainer_result"]["final_accuracy"] == 0.97
 
 
