@@ -1,4 +1,4 @@
-"""Shared fixtures: a clean environment for trainer subprocesses, free ports, a real moto server."""
+"""Shared fixtures: a clean environment for trainer subprocesses and a real moto server (tests/support/moto.py)."""
 
 import os
 import subprocess
