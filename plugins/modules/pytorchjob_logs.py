@@ -22,8 +22,8 @@ description:
     C(trainfleet-result:), ...; method C(trainer-rank0-output)), and only when no pod says
     anything the master replica 0 (method C(fallback-master-0)). RV(method) says which one
     decided.
-  - When the head of a pod's log says nothing about ranks, its last O(rank_scan_tail_lines)
-    lines are read as well. The kubelet serves only the current file of a rotated log
+  - When the head of a pod's log says nothing about ranks and the log is longer than that head,
+    its last O(rank_scan_tail_lines) lines are read as well. The kubelet serves only the current file of a rotated log
     (C(containerLogMaxSize), 10Mi by default on EKS nodes), so a long log loses its head and
     with it the rank lines; the rank-0-only lines near the end still tell.
   - The log is streamed in chunks, never loaded whole, so memory stays bounded for logs of
@@ -340,11 +340,18 @@ def stream_log(module, chunks, tail, dest=None):
 
 
 def _scan_part(service, params, namespace, name, container, tail_lines=None):
-    """parse_rank_lines of the head (rank_scan_bytes) or, with tail_lines, of the last lines.
-    The tail is not cut by bytes: its last lines are the ones that tell (the result line)."""
+    """(parse_rank_lines result, bytes read) of the head (rank_scan_bytes) or, with tail_lines,
+    of the last lines. The tail is not cut by bytes: its last lines are the ones that tell."""
     chunks = service.iter_log(namespace, name, container=container, previous=params["previous"],
                               tail_lines=tail_lines, limit_bytes=None if tail_lines else params["rank_scan_bytes"])
-    return pj.parse_rank_lines(iter_lines(chunks))
+    read = [0]
+
+    def counted():
+        for chunk in chunks:
+            read[0] += len(chunk)
+            yield chunk
+    info = pj.parse_rank_lines(iter_lines(counted()))
+    return info, read[0]
 
 
 def scan_ranks(service, params, namespace, pods, summaries):
@@ -359,10 +366,11 @@ def scan_ranks(service, params, namespace, pods, summaries):
                  "replica_index": summary["replica_index"], "ranks": [], "group_rank": None,
                  "source": None, "part": "head", "error": None}
         try:
-            info = _scan_part(service, params, namespace, name, container)
-            if pj.says_nothing(info) and params["rank_scan_tail_lines"]:
+            info, head_bytes = _scan_part(service, params, namespace, name, container)
+            # A head shorter than rank_scan_bytes was the whole log: its tail would say nothing more.
+            if pj.says_nothing(info) and params["rank_scan_tail_lines"] and head_bytes >= params["rank_scan_bytes"]:
                 # a rotated log: its head (and the rank lines) may be gone
-                info = _scan_part(service, params, namespace, name, container, params["rank_scan_tail_lines"])
+                info, _tail_bytes = _scan_part(service, params, namespace, name, container, params["rank_scan_tail_lines"])
                 entry["part"] = "tail"
         except LogReadError as exc:
             info = {"trainer": None, "torchrun": None, "rank0_output": False}

@@ -97,9 +97,19 @@ def test_no_tail_read_when_the_head_tells_or_tail_lines_is_zero(run_module, elas
     assert len([c for c in service.calls if c[0] == "iter_log"]) == 4  # 3 head scans + the rank-0 log
     service = fake_service(jobs={"mnist": load("jobs", "running")}, pods=[load("pods", "running_master")],
                            logs={("mnist-master-0", False): load_log("plain")})
-    failed, result = run_module(module, {"name": "mnist", "rank_scan_tail_lines": 0}, service)
+    failed, result = run_module(module, {"name": "mnist", "rank_scan_tail_lines": 0, "rank_scan_bytes": 16}, service)
     assert not failed and result["method"] == "fallback-master-0" and result["scanned"][0]["part"] == "head"
     assert len([c for c in service.calls if c[0] == "iter_log"]) == 2
+
+
+def test_no_tail_read_when_the_head_was_the_whole_log(run_module, fake_service, load, load_log):
+    """A log shorter than rank_scan_bytes that says nothing: its tail is the same text, not read again."""
+    service = fake_service(jobs={"mnist": load("jobs", "running")}, pods=[load("pods", "running_master")],
+                           logs={("mnist-master-0", False): load_log("plain")})
+    assert len(load_log("plain")) < 1048576
+    failed, result = run_module(module, {"name": "mnist"}, service)
+    assert not failed and result["method"] == "fallback-master-0" and result["scanned"][0]["part"] == "head"
+    assert len([c for c in service.calls if c[0] == "iter_log"]) == 2  # the head scan + the rank-0 log
 
 
 def test_unreadable_pod_does_not_stop_the_scan(run_module, fake_service, load, load_log):
