@@ -8,7 +8,8 @@
 # Environment: GO_LDFLAGS (extra -ldflags), GO_TAGS (build tags), CGO_ENABLED (default 0).
 # A wrapper module is used (instead of `go install MODULE@VERSION`) because modules such as etcd
 # carry replace directives in their go.mod, which `go install pkg@version` refuses.
-set -euo pipefail
+set -Eeuo pipefail
+trap 'echo "${0##*/}: line ${LINENO}: exit $?: ${BASH_COMMAND}" >&2' ERR
 
 out="${1:?output directory}"
 module="${2:?module path}"

@@ -5,7 +5,8 @@
 #   OUT_DIR  receives bin/<command> and a "version" file; "bin/.complete" marks success.
 # The module cannot be built directly: its go.mod replaces k8s.io/* with ./staging/... which the
 # module zip does not contain, so a wrapper module replaces each staging module with its release.
-set -euo pipefail
+set -Eeuo pipefail
+trap 'echo "${0##*/}: line ${LINENO}: exit $?: ${BASH_COMMAND}" >&2' ERR
 
 version="${1:?kubernetes version (vX.Y.Z)}"
 out="${2:?output directory}"

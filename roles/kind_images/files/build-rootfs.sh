@@ -4,19 +4,18 @@
 #   SUITE    Debian suite, e.g. bookworm
 #   OUT_TAR  archive to write (written to OUT_TAR.tmp, then renamed: a half archive never exists)
 #   MIRROR   Debian mirror URL; default: the first Debian "main" URI in the host's apt sources
-set -euo pipefail
+set -Eeuo pipefail
+trap 'echo "${0##*/}: line ${LINENO}: exit $?: ${BASH_COMMAND}" >&2' ERR
 
 suite="${1:?Debian suite}"
 out="${2:?output tar}"
 mirror="${3:-}"
 
 if [ -z "${mirror}" ]; then
-  # deb822 sources (URIs:) and one-line sources (deb URI suite ...), security archive excluded.
-  mirror="$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-    sed -n -e 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' -e 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\).*/\2/p' |
-    grep -v -e security -e '^$' | grep '/debian/\?$' | head -n1)"
+  # The host's own Debian mirror (deb822 *.sources or one-line *.list); it explains itself when
+  # it finds none.
+  mirror="$("$(dirname "$0")/find-debian-mirror.sh")"
 fi
-[ -n "${mirror}" ] || { echo "no Debian mirror found in the apt sources; pass one" >&2; exit 2; }
 
 mkdir -p "$(dirname "${out}")"
 exec 9>"$(dirname "${out}")/.lock"

@@ -8,7 +8,8 @@
 #   NODE_IMAGE      tag to commit to
 #   VERSIONS_LABEL  value of the label trainfleet.versions (what the image was built from)
 #   IMAGE           images in the local Docker engine to preload
-set -euo pipefail
+set -Eeuo pipefail
+trap 'echo "${0##*/}: line ${LINENO}: exit $?: ${BASH_COMMAND}" >&2' ERR
 
 base="${1:?base image}"
 node="${2:?node image}"
