@@ -6,7 +6,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export TRAINFLEET_CACHE ?= $(HOME)/.cache/trainfleet
 REPORTS := $(CURDIR)/out/test-reports
 
-.PHONY: setup demo test lint sanity unit integration trainer-test molecule molecule-default bench-trainer teardown clean help
+.PHONY: setup demo cold-demo test lint sanity unit integration trainer-test molecule molecule-default bench-trainer teardown clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -20,6 +20,9 @@ demo: export AWS_ACCESS_KEY_ID ?= testing
 demo: export AWS_SECRET_ACCESS_KEY ?= testing
 demo: setup  ## the whole pipeline on the embedded default (inventories/local)
 	ansible-playbook site.yml
+
+cold-demo: setup  ## make demo as on a new machine: empty temporary cache, no trainfleet images; prints each step's time (not in make test)
+	@bash scripts/cold_demo.sh
 
 test: setup  ## every test: lint, sanity, unit, integration, trainer, molecule
 	@bash scripts/test.sh all

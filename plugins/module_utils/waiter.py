@@ -46,7 +46,8 @@ class JobWaiter(object):
 
     def __init__(self, service, namespace, name, wanted="terminal", timeout=3600,
                  check_interval=10, fatal_reasons=pj.DEFAULT_FATAL_WAITING_REASONS,
-                 on_transition=None, clock=time.monotonic, now=pj.utcnow, sleep=time.sleep):
+                 on_transition=None, clock=time.monotonic, now=pj.utcnow, sleep=time.sleep,
+                 on_round=None):
         self.service = service
         self.namespace = namespace
         self.name = name
@@ -55,6 +56,8 @@ class JobWaiter(object):
         self.check_interval = max(1, check_interval)
         self.fatal_reasons = tuple(fatal_reasons or ())
         self.on_transition = on_transition
+        # on_round(job, pod_summaries, elapsed_seconds): called once per check round (progress).
+        self.on_round = on_round
         self.clock = clock
         self.now = now
         self.sleep = sleep
@@ -85,12 +88,17 @@ class JobWaiter(object):
     def _result(self, job, outcome, problem_pods=None):
         return WaitResult(job, outcome, self.transitions, self._elapsed(), problem_pods)
 
-    def _check_pods(self):
-        if not self.fatal_reasons:
+    def _check_pods(self, job):
+        if not self.fatal_reasons and not self.on_round:
             return []
         pods = [p for p in self.service.list_pods(self.namespace, self.name)
                 if pj.pod_belongs_to_job(p, self.name)]
-        return pj.pods_with_problems([pj.pod_summary(p) for p in pods], self.fatal_reasons)
+        summaries = [pj.pod_summary(p) for p in pods]
+        if self.on_round:
+            self.on_round(job, summaries, self._elapsed())
+        if not self.fatal_reasons:
+            return []
+        return pj.pods_with_problems(summaries, self.fatal_reasons)
 
     def _outcome(self, job):
         if pj.job_phase(job) == pj.PHASE_FAILED:
@@ -108,7 +116,7 @@ class JobWaiter(object):
             outcome = self._outcome(job)
             if outcome:
                 return self._result(job, outcome)
-            problems = self._check_pods()
+            problems = self._check_pods(job)
             if problems:
                 return self._result(job, OUTCOME_POD_PROBLEM, problems)
             remaining = deadline - self.clock()

@@ -435,6 +435,7 @@ from ansible_collections.trainfleet.training.plugins.module_utils.k8s import (
     iter_lines,
     require_kubernetes,
 )
+from ansible_collections.trainfleet.training.plugins.module_utils.progress import ProgressReporter
 from ansible_collections.trainfleet.training.plugins.module_utils.waiter import (
     OUTCOME_FAILED,
     OUTCOME_POD_PROBLEM,
@@ -713,6 +714,14 @@ def _pods_line(summary):
                      for p in summary["pods"]) or "no pods"
 
 
+def round_progress(reporter, namespace, name):
+    """on_round for JobWaiter: one progress line per round on the progress channel."""
+    def report(job, summaries, elapsed):
+        reporter.report("PyTorchJob %s/%s %s; %s" % (
+            namespace, name, pj.job_phase(job), _pods_line({"pods": summaries})))
+    return report
+
+
 class ProgressLog(object):
     """Records transitions in the system log and, optionally, a JSON-lines file."""
 
@@ -755,7 +764,8 @@ def _one_job(module, service):
                            timeout=params["wait_timeout"],
                            check_interval=params["wait_check_interval"],
                            fatal_reasons=params["wait_fail_reasons"],
-                           on_transition=ProgressLog(module, namespace, name, params["progress_file"]))
+                           on_transition=ProgressLog(module, namespace, name, params["progress_file"]),
+                           on_round=round_progress(ProgressReporter(min_interval=5.0), namespace, name))
         # The operator deletes the pods of a job that exceeds its backoffLimit before it marks
         # the job Failed: record a failing container while it still exists.
         recorder = FailureRecorder(service, namespace, name, params["log_lines"])

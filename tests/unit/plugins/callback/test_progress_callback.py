@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+"""The trainfleet.training.progress stdout callback, in a real ansible-playbook run: waits print
+throttled progress lines (never FAILED - RETRYING), blocking modules' progress reaches the
+output, failures still print as by the default callback, and the step times close the run."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+
+PLAYBOOK = """
+- name: Step one
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Retry until a file exists
+      ansible.builtin.command: test -e {marker}
+      register: probe
+      until: probe.rc == 0
+      retries: 20
+      delay: 1
+      changed_when: false
+
+- name: Step two
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Start a slow job
+      trainfleet.training.background_job:
+        state: started
+        jobs: [{{name: slow, argv: [bash, -c, "for i in 1 2 3 4 5 6; do echo compiling part $i; sleep 1; done"], log: {log}}}]
+    - name: Wait for the slow job
+      trainfleet.training.background_job:
+        jobs: [{{name: slow, log: {log}}}]
+        timeout: 60
+    - name: A command that fails
+      ansible.builtin.command: bash -c 'echo broken >&2; exit 5'
+      ignore_errors: true
+"""
+
+
+def test_progress_lines_instead_of_retry_alarms(tmp_path):
+    marker = tmp_path / "marker"
+    play = tmp_path / "play.yml"
+    play.write_text(PLAYBOOK.format(marker=marker, log=tmp_path / "slow.log"))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), TRAINFLEET_PROGRESS_INTERVAL="2",
+               ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    env.pop("TRAINFLEET_PROGRESS_FILE", None)
+    env.pop("ANSIBLE_STDOUT_CALLBACK", None)
+    # the marker appears after ~5 s: the retry task waits that long
+    helper = subprocess.Popen(["bash", "-c", "sleep 5; touch %s" % marker])
+    try:
+        done = subprocess.run(
+            [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
+             "-e", "ansible_python_interpreter=%s" % sys.executable, str(play)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    finally:
+        helper.wait(timeout=30)
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert "FAILED - RETRYING" not in out
+    waits = re.findall(r"^  \.\.\. Retry until a file exists: waiting, attempt (\d+) of 21 \((\d+)s\)$", out, re.M)
+    assert waits, out
+    # at most one line every 2 s (the interval) over a ~5 s wait
+    assert 1 <= len(waits) <= 4, waits
+    slow = re.findall(r"^  \.\.\. Wait for the slow job: slow: compiling part (\d) \((\d+)s\)$", out, re.M)
+    assert slow, out
+    # the default callback's failure output is kept
+    assert re.search(r"^fatal: \[localhost\]: FAILED!", out, re.M)
+    assert "broken" in out
+    # step times close the run, one line per play and the total
+    tail = out[out.index("STEP TIMES"):]
+    assert re.search(r"^Step one\s+\d+s$", tail, re.M)
+    assert re.search(r"^Step two\s+\d+s$", tail, re.M)
+    assert re.search(r"^total\s+\d+s$", tail, re.M)
