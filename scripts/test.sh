@@ -33,6 +33,14 @@ run_integration() {
   python -m pytest -q tests/integration --junitxml="$REPORTS/integration.xml"
 }
 
+# The collection as users get it: ansible-galaxy build + install into a temp path, ansible-doc of
+# every module and role, and a user playbook (iam, s3, ecr by FQCN) --check against its own moto,
+# all from a directory outside the checkout.
+run_collection() {
+  step "pytest tests/collection"
+  python -m pytest -q tests/collection --junitxml="$REPORTS/collection.xml"
+}
+
 run_trainer() {
   step "pytest trainer/tests"
   python -m pytest -q trainer/tests --junitxml="$REPORTS/trainer.xml"
@@ -64,6 +72,7 @@ case "${1:-all}" in
   sanity) run_sanity ;;
   unit) run_unit ;;
   integration) run_integration ;;
+  collection) run_collection ;;
   trainer) run_trainer ;;
   molecule) run_molecule ;;
   all)
@@ -73,10 +82,11 @@ case "${1:-all}" in
     run_sanity
     run_unit
     run_integration
+    run_collection
     run_trainer
     run_molecule
     check_reports
     echo "make test: all suites passed in $(( $(date +%s) - start ))s"
     ;;
-  *) echo "usage: $0 [all|lint|sanity|unit|integration|trainer|molecule]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|lint|sanity|unit|integration|collection|trainer|molecule]" >&2; exit 2 ;;
 esac
