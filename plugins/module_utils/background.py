@@ -64,7 +64,7 @@ def running_pid(log):
     return pid if status(log, 0)["state"] == "running" else None
 
 
-def start(argv, log, timeout, env=None):
+def start(argv, log, timeout, env=None, chdir=None):
     """Start argv in the background (a new session, outliving the caller); returns its pid.
 
     Truncates the log. A runner still working on the same log (an earlier, interrupted run) is
@@ -83,7 +83,7 @@ def start(argv, log, timeout, env=None):
     proc = subprocess.Popen([sys.executable, "-c", RUNNER, log, str(int(timeout))] + list(argv),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=full_env, close_fds=True,
-                            start_new_session=True)
+                            start_new_session=True, cwd=chdir or None)
     with open(log + ".pid", "w") as handle:
         handle.write("%d\n" % proc.pid)
     return proc.pid

@@ -57,6 +57,9 @@ options:
       env:
         description: Extra environment variables of the command.
         type: dict
+      chdir:
+        description: Working directory of the command (default the module's).
+        type: path
   timeout:
     description:
       - With O(state=started), seconds after which a job is killed (its result line then says
@@ -126,7 +129,8 @@ def _start(module):
             continue
         started.append(job["name"])
         if not module.check_mode:
-            background.start(job["argv"], job["log"], module.params["timeout"], env=job.get("env"))
+            background.start(job["argv"], job["log"], module.params["timeout"], env=job.get("env"),
+                             chdir=job.get("chdir"))
     module.exit_json(changed=bool(started), started=started, jobs=[], progress="")
 
 
@@ -157,6 +161,7 @@ def main():
                 argv=dict(type="list", elements="str"),
                 creates=dict(type="path"),
                 env=dict(type="dict"),
+                chdir=dict(type="path"),
             )),
             timeout=dict(type="int", default=5400),
             tail_lines=dict(type="int", default=30),
