@@ -48,9 +48,16 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
 fi
 
 # The Docker engine (and, on hosts whose capability bounding set is restricted, the runtime
-# wrapper kind's privileged nodes need) is managed by the docker_engine role.
+# wrapper kind's privileged nodes need) is managed by the docker_engine role. It runs when dockerd
+# does not answer or when the role changed since it last ran to the end here (a stamp in the venv);
+# otherwise the engine is as the role left it, and site.yml's local_stack step checks it again.
 if [ -f playbooks/local_host.yml ]; then
-  ANSIBLE_CONFIG=$ROOT/ansible.cfg "$VENV/bin/ansible-playbook" playbooks/local_host.yml >/dev/null ||
-    { ANSIBLE_CONFIG=$ROOT/ansible.cfg "$VENV/bin/ansible-playbook" playbooks/local_host.yml; exit 1; }
+  engine_want=$(cat playbooks/local_host.yml roles/docker_engine/*/* | sha256sum | cut -d' ' -f1)
+  engine_stamp=$VENV/.docker_engine.sha256
+  if ! docker info >/dev/null 2>&1 || [ "$(cat "$engine_stamp" 2>/dev/null)" != "$engine_want" ]; then
+    ANSIBLE_CONFIG=$ROOT/ansible.cfg "$VENV/bin/ansible-playbook" playbooks/local_host.yml >/dev/null ||
+      { ANSIBLE_CONFIG=$ROOT/ansible.cfg "$VENV/bin/ansible-playbook" playbooks/local_host.yml; exit 1; }
+    echo "$engine_want" > "$engine_stamp"
+  fi
 fi
 log "ready ($VENV)"
