@@ -60,13 +60,42 @@ def params(**kw):
     (group(taints=[{"key": "a", "effect": "Nope"}]), "effect must be one of"),
     (group(spot=True, capacity_reservation_id="cr-0123456789abcdef0"), "exclude each other"),
     (group(capacity_reservation_id="reservation"), "capacity_reservation_id must look like"),
-    (group(kind="gpu", instance_types=["g5.xlarge"], ami_family="Ubuntu2204"), "ships no accelerator drivers"),
+    (group(kind="gpu", instance_types=["g5.xlarge"], ami_family="Ubuntu2204"),
+     "ami_family must be AmazonLinux2023 for kind gpu (eksctl then picks the AL2023 NVIDIA or Neuron AMI for the "
+     "instance type), got 'Ubuntu2204'"),
+    # eksctl's semantic rules (v0.210.0) that its schema cannot express, checked before rendering:
+    (group(kind="gpu", instance_types=["p5.48xlarge"], ami_family="Bottlerocket"),
+     "ami_family must be AmazonLinux2023 for kind gpu"),
+    (group(kind="trainium", instance_types=["trn1.32xlarge"], ami_family="AmazonLinux2"),
+     "ami_family must be AmazonLinux2023 for kind trainium (eksctl then picks the AL2023 NVIDIA or Neuron AMI for "
+     "the instance type), got 'AmazonLinux2'"),
+    (group(kind="inferentia", instance_types=["inf2.48xlarge"], ami_family="Ubuntu2404"),
+     "ami_family must be AmazonLinux2023 for kind inferentia"),
+    (group(ami_family="AmazonLinux2"), "ami_family 'AmazonLinux2' has no EKS AMI for Kubernetes 1.33"),
+    (group(kind="trainium", instance_types=["trn1.32xlarge"], efa=True, availability_zones=["us-west-2a", "us-west-2b"]),
+     "availability_zones: an efa group must stay in one zone (eksctl refuses efaEnabled groups with more than one), "
+     "got ['us-west-2a', 'us-west-2b']"),
+    (group(placement_group="my-pg"), "placement_group is only used with efa: true, got 'my-pg'"),
+    (group(capacity_block=True), "capacity_block needs capacity_reservation_id"),
+    (group(labels={"kubernetes.io/role": "gpu"}), "labels: 'kubernetes.io/role' uses a prefix eksctl reserves"),
+    (group(labels={"team.k8s.io/x": "a"}), "labels: 'team.k8s.io/x' uses a prefix eksctl reserves"),
+    (group(labels={"trainfleet.io/gpus": 4}), "labels['trainfleet.io/gpus'] must be a string (quote it in YAML), got 4"),
 ])
 def test_bad_node_group_names_the_field(bad, expected):
     with pytest.raises(E.EksctlConfigError) as err:
         E.validate(params(managed_node_groups=[bad]))
     assert expected in str(err.value)
     assert "managed_node_groups[0]" in str(err.value)
+
+
+def test_al2_is_fine_before_1_33_and_kubelet_labels_are_allowed():
+    E.validate(params(version="1.32", managed_node_groups=[group(ami_family="AmazonLinux2")]))
+    # Without a version (the nodegroups step) the AMI family is not compared with one.
+    E.validate(params(version=None, managed_node_groups=[group(ami_family="AmazonLinux2")]))
+    E.validate(params(managed_node_groups=[group(labels={"node.kubernetes.io/lifecycle": "normal"})]))
+    # One zone, or none (eksctl then picks one subnet), is what efaEnabled accepts.
+    E.validate(params(managed_node_groups=[group(name="trn", kind="trainium", instance_types=["trn1.32xlarge"],
+                                                 efa=True, availability_zones=["us-west-2b"])]))
 
 
 @pytest.mark.parametrize("override, expected", [
@@ -79,6 +108,21 @@ def test_bad_node_group_names_the_field(bad, expected):
     (dict(managed_node_groups=[group(), group()]), "is used twice"),
     (dict(managed_node_groups=[group(availability_zones=["us-west-2c"])]), "not one of the cluster's"),
     (dict(pod_identity_associations=[{"namespace": "ns"}]), "serviceAccountName is required"),
+    (dict(log_types=[], log_retention_days=30),
+     "log_retention_days 30 needs at least one log type (eksctl refuses logRetentionInDays without enableTypes)"),
+    (dict(tags={"cost-center": 1234}), "tags['cost-center'] must be a string (quote it in YAML), got 1234"),
+    (dict(pod_identity_associations=[{"namespace": "ns", "serviceAccountName": "sa",
+                                      "roleARN": "arn:aws:iam::123456789012:role/r",
+                                      "permissionPolicyARNs": ["arn:aws:iam::aws:policy/ReadOnlyAccess"]}]),
+     "pod_identity_associations[0].permissionPolicyARNs cannot be set together with roleARN "
+     "'arn:aws:iam::123456789012:role/r'"),
+    (dict(addons=[{"name": "vpc-cni"}]),
+     "addons must include eks-pod-identity-agent: eksctl creates Pod Identity associations "
+     "(addonsConfig.autoApplyPodIdentityAssociations) only with that add-on, got addons ['vpc-cni']"),
+    (dict(addons=None, pod_identity_associations=[{"namespace": "ns", "serviceAccountName": "sa",
+                                                   "roleARN": "arn:aws:iam::123456789012:role/r"}]),
+     "addons must include eks-pod-identity-agent: eksctl creates Pod Identity associations "
+     "(pod_identity_associations) only with that add-on, got addons []"),
 ])
 def test_bad_cluster_input(override, expected):
     with pytest.raises(E.EksctlConfigError) as err:
