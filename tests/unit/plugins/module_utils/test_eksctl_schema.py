@@ -173,8 +173,8 @@ def _set(config, path, value):
 
 @pytest.mark.parametrize("path, value, expected", [
     # unknown or misspelled fields
-    (("managedNodeGroups", 0, "efaEnable"), True, "managedNodeGroups/0: Additional properties are not allowed "
-                                                  "('efaEnable' was unexpected)"),
+    (("managedNodeGroups", 0, "efaEnable"), True,
+     "managedNodeGroups/0: Additional properties are not allowed ('efaEnable' was unexpected)"),
     (("efaEnabled",), True, "(top): Additional properties are not allowed ('efaEnabled' was unexpected)"),
     (("vpc", "nat", "gateways"), "Single", "vpc/nat: Additional properties are not allowed"),
     (("addons", 0, "resolve_conflicts"), "overwrite", "addons/0: Additional properties are not allowed"),
@@ -184,8 +184,8 @@ def _set(config, path, value):
     (("managedNodeGroups", 0, "labels", "trainfleet.io/gpus"), 4,
      "managedNodeGroups/0/labels/trainfleet.io/gpus: 4 is not of type 'string'"),
     (("metadata", "tags", "cost-center"), 1234, "metadata/tags/cost-center: 1234 is not of type 'string'"),
-    (("managedNodeGroups", 0, "privateNetworking"), "yes", "managedNodeGroups/0/privateNetworking: 'yes' is not "
-                                                            "of type 'boolean'"),
+    (("managedNodeGroups", 0, "privateNetworking"), "yes",
+     "managedNodeGroups/0/privateNetworking: 'yes' is not of type 'boolean'"),
     (("availabilityZones",), "us-west-2a", "availabilityZones: 'us-west-2a' is not of type 'array'"),
     # enums
     (("managedNodeGroups", 0, "amiFamily"), "AL2023", "managedNodeGroups/0/amiFamily: 'AL2023' is not one of"),
