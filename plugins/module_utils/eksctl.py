@@ -56,6 +56,14 @@ LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 NAT_MODES = ("Single", "HighlyAvailable", "Disable")
 # EKS accepts only these retention values for CloudWatch log groups (0 = keep eksctl's default).
 LOG_RETENTION_DAYS = (0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1827, 3653)
+# The add-on eksctl needs before it creates any Pod Identity association (ours, or an add-on's own).
+POD_IDENTITY_AGENT = "eks-pod-identity-agent"
+# eksctl 0.210.0 refuses AmazonLinux2 node groups from this Kubernetes minor on (no AL2 AMIs for 1.33+).
+AL2_LAST_MINOR = 32
+# Label key prefixes eksctl reserves (kubernetes.io, k8s.io and their subdomains), except the ones
+# the kubelet may set itself.
+_RESERVED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
+_KUBELET_LABEL_DOMAINS = ("node.kubernetes.io", "kubelet.kubernetes.io")
 
 _NAME_RE = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]{0,99}$")
 _VERSION_RE = re.compile(r"^1\.(\d+)$")
@@ -82,8 +90,18 @@ def accelerator_of(instance_type):
     return "cpu"
 
 
-def _group_errors(index, group, efa_extra_types):
-    """Every problem of one node group, each naming the field."""
+def _reserved_label(key):
+    """True for a label key under kubernetes.io or k8s.io that the kubelet does not own."""
+    if "/" not in key:
+        return False
+    domain = key.split("/", 1)[0]
+    if domain in _KUBELET_LABEL_DOMAINS:
+        return False
+    return any(domain == d or domain.endswith("." + d) for d in _RESERVED_LABEL_DOMAINS)
+
+
+def _group_errors(index, group, efa_extra_types, minor=None):
+    """Every problem of one node group, each naming the field; minor is the cluster's Kubernetes minor."""
     where = "managed_node_groups[%d]" % index
     errors = []
     name = group.get("name")
@@ -130,17 +148,37 @@ def _group_errors(index, group, efa_extra_types):
     ami = group.get("ami_family") or "AmazonLinux2023"
     if ami not in AMI_FAMILIES:
         errors.append("%s.ami_family must be one of %s, got %r" % (where, ", ".join(AMI_FAMILIES), ami))
-    elif kind != "cpu" and ami.startswith("Ubuntu"):
-        errors.append("%s.ami_family %s ships no accelerator drivers; use AmazonLinux2023 for %s"
-                      % (where, ami, kind))
+    elif kind != "cpu" and ami != "AmazonLinux2023":
+        # eksctl maps AmazonLinux2023 + an NVIDIA or Neuron instance type to the AL2023 NVIDIA or Neuron
+        # AMI (drivers, EFA host components); the device_plugins step is built for those nodes.
+        errors.append("%s.ami_family must be AmazonLinux2023 for kind %s (eksctl then picks the AL2023 NVIDIA or "
+                      "Neuron AMI for the instance type), got %r" % (where, kind, ami))
+    elif ami == "AmazonLinux2" and minor is not None and minor > AL2_LAST_MINOR:
+        errors.append("%s.ami_family 'AmazonLinux2' has no EKS AMI for Kubernetes 1.%d (eksctl refuses it from "
+                      "1.%d on); use AmazonLinux2023" % (where, minor, AL2_LAST_MINOR + 1))
+    zones = group.get("availability_zones") or []
+    if group.get("efa") and len(zones) > 1:
+        errors.append("%s.availability_zones: an efa group must stay in one zone (eksctl refuses efaEnabled "
+                      "groups with more than one), got %r" % (where, list(zones)))
+    if group.get("placement_group") and not group.get("efa"):
+        errors.append("%s.placement_group is only used with efa: true, got %r with efa false"
+                      % (where, group.get("placement_group")))
+    if group.get("capacity_block") and not group.get("capacity_reservation_id"):
+        errors.append("%s.capacity_block needs capacity_reservation_id (eksctl sets instanceMarketOptions only "
+                      "with a capacityReservation)" % where)
     if group.get("spot") and group.get("capacity_reservation_id"):
         errors.append("%s: spot and capacity_reservation_id exclude each other" % where)
     reservation = group.get("capacity_reservation_id")
     if reservation and not re.match(r"^cr-[0-9a-f]{8,17}$", reservation):
         errors.append("%s.capacity_reservation_id must look like cr-0123456789abcdef0, got %r" % (where, reservation))
-    for key in (group.get("labels") or {}):
+    for key, value in (group.get("labels") or {}).items():
         if not _LABEL_KEY_RE.match(str(key)):
             errors.append("%s.labels: %r is not a valid label key" % (where, key))
+        elif _reserved_label(str(key)):
+            errors.append("%s.labels: %r uses a prefix eksctl reserves (kubernetes.io/, k8s.io/); use your own "
+                          "prefix such as trainfleet.io/" % (where, key))
+        if not isinstance(value, str):
+            errors.append("%s.labels[%r] must be a string (quote it in YAML), got %r" % (where, key, value))
     for tindex, taint in enumerate(group.get("taints") or []):
         if not isinstance(taint, dict) or not taint.get("key"):
             errors.append("%s.taints[%d] needs a key" % (where, tindex))
@@ -176,9 +214,18 @@ def validate(params):
     if params.get("log_retention_days", 0) not in LOG_RETENTION_DAYS:
         errors.append("log_retention_days must be one of %s, got %r"
                       % (", ".join(str(d) for d in LOG_RETENTION_DAYS), params.get("log_retention_days")))
+    elif params.get("log_retention_days") and params.get("log_types") is not None and not params["log_types"]:
+        errors.append("log_retention_days %r needs at least one log type (eksctl refuses logRetentionInDays "
+                      "without enableTypes); set log_retention_days to 0 with log_types []"
+                      % params["log_retention_days"])
+    for key, value in (params.get("tags") or {}).items():
+        if not isinstance(value, str):
+            errors.append("tags[%r] must be a string (quote it in YAML), got %r" % (key, value))
+    errors.extend(_pod_identity_errors(params))
     seen = set()
+    minor = _minor(version)
     for index, group in enumerate(params.get("managed_node_groups") or []):
-        errors.extend(_group_errors(index, group, params.get("efa_extra_types")))
+        errors.extend(_group_errors(index, group, params.get("efa_extra_types"), minor))
         if group.get("name") in seen:
             errors.append("managed_node_groups[%d].name %r is used twice" % (index, group.get("name")))
         seen.add(group.get("name"))
@@ -186,15 +233,34 @@ def validate(params):
             if zones and zone not in zones:
                 errors.append("managed_node_groups[%d].availability_zones: %s is not one of the cluster's "
                               "availability_zones %s" % (index, zone, zones))
-    for index, assoc in enumerate(params.get("pod_identity_associations") or []):
+    if errors:
+        raise EksctlConfigError("; ".join(errors))
+
+
+def _pod_identity_errors(params):
+    """The Pod Identity rules eksctl checks before it creates anything."""
+    errors = []
+    associations = params.get("pod_identity_associations") or []
+    for index, assoc in enumerate(associations):
         for key in ("namespace", "serviceAccountName"):
             if not assoc.get(key):
                 errors.append("pod_identity_associations[%d].%s is required" % (index, key))
         if not (assoc.get("roleARN") or assoc.get("permissionPolicyARNs") or assoc.get("permissionPolicy")):
             errors.append("pod_identity_associations[%d] needs roleARN, permissionPolicyARNs or permissionPolicy"
                           % index)
-    if errors:
-        raise EksctlConfigError("; ".join(errors))
+        for key in ("permissionPolicyARNs", "permissionPolicy"):
+            if assoc.get("roleARN") and assoc.get(key):
+                errors.append("pod_identity_associations[%d].%s cannot be set together with roleARN %r"
+                              % (index, key, assoc["roleARN"]))
+    addons = params.get("addons")
+    names = [a.get("name") for a in addons or []]
+    # Any add-on turns on addonsConfig.autoApplyPodIdentityAssociations (see render_cluster_config).
+    if (associations or addons) and POD_IDENTITY_AGENT not in names:
+        errors.append("addons must include %s: eksctl creates Pod Identity associations (%s) only with that "
+                      "add-on, got addons %r" % (POD_IDENTITY_AGENT,
+                                                 "pod_identity_associations" if associations
+                                                 else "addonsConfig.autoApplyPodIdentityAssociations", names))
+    return errors
 
 
 def render_node_group(group, cluster_name, tags=None):

@@ -77,7 +77,10 @@ options:
     type: list
     elements: dict
   addons:
-    description: EKS add-ons. Only missing add-ons are created; versions of existing ones are left alone.
+    description:
+      - EKS add-ons. Only missing add-ons are created; versions of existing ones are left alone.
+      - When set (or with O(pod_identity_associations)) the list must include V(eks-pod-identity-agent), because the
+        rendered config turns on C(addonsConfig.autoApplyPodIdentityAssociations), which eksctl accepts only with it.
     type: list
     elements: dict
     suboptions:
@@ -105,7 +108,7 @@ options:
     type: list
     elements: str
   log_retention_days:
-    description: Retention of the CloudWatch log group; V(0) keeps the default.
+    description: Retention of the CloudWatch log group; V(0) keeps the default. Must be V(0) when O(log_types=[]).
     type: int
     default: 0
   tags:
@@ -150,7 +153,10 @@ options:
         type: int
         default: 100
       ami_family:
-        description: AMI family; eksctl picks the NVIDIA or Neuron variant of AmazonLinux2023 from the instance type.
+        description:
+          - AMI family; eksctl picks the NVIDIA or Neuron variant of AmazonLinux2023 from the instance type.
+          - Groups of kind V(gpu), V(trainium) or V(inferentia) must use V(AmazonLinux2023); V(AmazonLinux2) is
+            refused from Kubernetes 1.33 on (eksctl 0.210.0 has no AL2 AMIs there).
         type: str
         default: AmazonLinux2023
       spot:
@@ -162,24 +168,26 @@ options:
         type: bool
         default: false
       placement_group:
-        description: Placement group name for EFA groups; C(<cluster>-<group>) when unset.
+        description:
+          - Placement group name for EFA groups; C(<cluster>-<group>) when unset. Only valid with
+            O(managed_node_groups[].efa=true).
         type: str
       capacity_reservation_id:
         description: Targeted On-Demand Capacity Reservation or Capacity Block id.
         type: str
       capacity_block:
-        description: The reservation is an EC2 Capacity Block for ML.
+        description: The reservation is an EC2 Capacity Block for ML (needs O(managed_node_groups[].capacity_reservation_id)).
         type: bool
         default: false
       labels:
-        description: Kubernetes node labels.
+        description: Kubernetes node labels (string values; no C(kubernetes.io/) or C(k8s.io/) keys except C(node.kubernetes.io/)).
         type: dict
       taints:
         description: Kubernetes taints, each with C(key), C(value) and C(effect).
         type: list
         elements: dict
       availability_zones:
-        description: Zones for this group (EFA groups should use one zone).
+        description: Zones for this group (EFA groups take at most one zone, as eksctl requires).
         type: list
         elements: str
       private_networking:

@@ -4,8 +4,11 @@
 - pure rendering, validation and planning (no AWS);
 - the module against an in-process moto EKS (unit level: reads state, plans, check mode, diff);
 - the golden ClusterConfigs: the real eks_cluster + nodegroups roles run with --check through
-  ansible-playbook against a real moto server for the three example scenarios; the output must
-  equal tests/golden/eksctl/<scenario>.yaml and validate against the ClusterConfig subset schema;
+  ansible-playbook against a real moto server for every example scenario (examples/aws/*.yml) and
+  for inventories/aws alone; the examples' output must equal tests/golden/eksctl/<scenario>.yaml;
+  the goldens and every rendered config (cluster step and nodegroups step) must validate against
+  eksctl v0.210.0's own published schema (Draft7Validator, read from ../shared/eksctl/, see
+  tests/support/eksctl.py) and pass eksctl's semantic rules the schema cannot express;
 - bad input through the roles fails in preflight, naming the variable, before the module runs.
 Regenerate goldens (then review the diff by hand): TRAINFLEET_UPDATE_GOLDENS=1 pytest -k golden
 """
@@ -24,12 +27,23 @@ import pytest
 import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, ".collections"))
+for _path in (ROOT, os.path.join(ROOT, ".collections")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 from ansible_collections.trainfleet.training.plugins.module_utils import eksctl as E  # noqa: E402
+from tests.support.eksctl import schema_errors, semantic_errors, validator_or_skip  # noqa: E402
 
 GOLDEN_DIR = os.path.join(ROOT, "tests", "golden", "eksctl")
-SCENARIOS = ("cpu", "gpu", "trainium")
+# Every example scenario has a golden; a new examples/aws/<name>.yml needs tests/golden/eksctl/<name>.yaml.
+SCENARIOS = tuple(sorted(os.path.splitext(name)[0] for name in os.listdir(os.path.join(ROOT, "examples", "aws"))
+                         if name.endswith(".yml")))
+# inventories/aws on its own (no example file): rendered and checked, no golden.
+INVENTORY = "inventories-aws"
+# Known problem, reported and not fixed here (the goldens stay byte-identical): EFA groups get
+# placement.groupName <cluster>-<group>, which nothing creates (see test_eksctl_schema.py).
+PLACEMENT_BUG = ("known bug: render_node_group names placement group <cluster>-<group> for EFA groups; eksctl "
+                 "0.210.0 then creates none (only when placement is unset and there is no capacityReservation)")
 VENV_BIN = os.path.dirname(sys.executable)
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-west-2"}
 
@@ -60,13 +74,42 @@ def params(**kw):
     (group(taints=[{"key": "a", "effect": "Nope"}]), "effect must be one of"),
     (group(spot=True, capacity_reservation_id="cr-0123456789abcdef0"), "exclude each other"),
     (group(capacity_reservation_id="reservation"), "capacity_reservation_id must look like"),
-    (group(kind="gpu", instance_types=["g5.xlarge"], ami_family="Ubuntu2204"), "ships no accelerator drivers"),
+    (group(kind="gpu", instance_types=["g5.xlarge"], ami_family="Ubuntu2204"),
+     "ami_family must be AmazonLinux2023 for kind gpu (eksctl then picks the AL2023 NVIDIA or Neuron AMI for the "
+     "instance type), got 'Ubuntu2204'"),
+    # eksctl's semantic rules (v0.210.0) that its schema cannot express, checked before rendering:
+    (group(kind="gpu", instance_types=["p5.48xlarge"], ami_family="Bottlerocket"),
+     "ami_family must be AmazonLinux2023 for kind gpu"),
+    (group(kind="trainium", instance_types=["trn1.32xlarge"], ami_family="AmazonLinux2"),
+     "ami_family must be AmazonLinux2023 for kind trainium (eksctl then picks the AL2023 NVIDIA or Neuron AMI for "
+     "the instance type), got 'AmazonLinux2'"),
+    (group(kind="inferentia", instance_types=["inf2.48xlarge"], ami_family="Ubuntu2404"),
+     "ami_family must be AmazonLinux2023 for kind inferentia"),
+    (group(ami_family="AmazonLinux2"), "ami_family 'AmazonLinux2' has no EKS AMI for Kubernetes 1.33"),
+    (group(kind="trainium", instance_types=["trn1.32xlarge"], efa=True, availability_zones=["us-west-2a", "us-west-2b"]),
+     "availability_zones: an efa group must stay in one zone (eksctl refuses efaEnabled groups with more than one), "
+     "got ['us-west-2a', 'us-west-2b']"),
+    (group(placement_group="my-pg"), "placement_group is only used with efa: true, got 'my-pg'"),
+    (group(capacity_block=True), "capacity_block needs capacity_reservation_id"),
+    (group(labels={"kubernetes.io/role": "gpu"}), "labels: 'kubernetes.io/role' uses a prefix eksctl reserves"),
+    (group(labels={"team.k8s.io/x": "a"}), "labels: 'team.k8s.io/x' uses a prefix eksctl reserves"),
+    (group(labels={"trainfleet.io/gpus": 4}), "labels['trainfleet.io/gpus'] must be a string (quote it in YAML), got 4"),
 ])
 def test_bad_node_group_names_the_field(bad, expected):
     with pytest.raises(E.EksctlConfigError) as err:
         E.validate(params(managed_node_groups=[bad]))
     assert expected in str(err.value)
     assert "managed_node_groups[0]" in str(err.value)
+
+
+def test_al2_is_fine_before_1_33_and_kubelet_labels_are_allowed():
+    E.validate(params(version="1.32", managed_node_groups=[group(ami_family="AmazonLinux2")]))
+    # Without a version (the nodegroups step) the AMI family is not compared with one.
+    E.validate(params(version=None, managed_node_groups=[group(ami_family="AmazonLinux2")]))
+    E.validate(params(managed_node_groups=[group(labels={"node.kubernetes.io/lifecycle": "normal"})]))
+    # One zone, or none (eksctl then picks one subnet), is what efaEnabled accepts.
+    E.validate(params(managed_node_groups=[group(name="trn", kind="trainium", instance_types=["trn1.32xlarge"],
+                                                 efa=True, availability_zones=["us-west-2b"])]))
 
 
 @pytest.mark.parametrize("override, expected", [
@@ -79,6 +122,21 @@ def test_bad_node_group_names_the_field(bad, expected):
     (dict(managed_node_groups=[group(), group()]), "is used twice"),
     (dict(managed_node_groups=[group(availability_zones=["us-west-2c"])]), "not one of the cluster's"),
     (dict(pod_identity_associations=[{"namespace": "ns"}]), "serviceAccountName is required"),
+    (dict(log_types=[], log_retention_days=30),
+     "log_retention_days 30 needs at least one log type (eksctl refuses logRetentionInDays without enableTypes)"),
+    (dict(tags={"cost-center": 1234}), "tags['cost-center'] must be a string (quote it in YAML), got 1234"),
+    (dict(pod_identity_associations=[{"namespace": "ns", "serviceAccountName": "sa",
+                                      "roleARN": "arn:aws:iam::123456789012:role/r",
+                                      "permissionPolicyARNs": ["arn:aws:iam::aws:policy/ReadOnlyAccess"]}]),
+     "pod_identity_associations[0].permissionPolicyARNs cannot be set together with roleARN "
+     "'arn:aws:iam::123456789012:role/r'"),
+    (dict(addons=[{"name": "vpc-cni"}]),
+     "addons must include eks-pod-identity-agent: eksctl creates Pod Identity associations "
+     "(addonsConfig.autoApplyPodIdentityAssociations) only with that add-on, got addons ['vpc-cni']"),
+    (dict(addons=None, pod_identity_associations=[{"namespace": "ns", "serviceAccountName": "sa",
+                                                   "roleARN": "arn:aws:iam::123456789012:role/r"}]),
+     "addons must include eks-pod-identity-agent: eksctl creates Pod Identity associations "
+     "(pod_identity_associations) only with that add-on, got addons []"),
 ])
 def test_bad_cluster_input(override, expected):
     with pytest.raises(E.EksctlConfigError) as err:
@@ -347,23 +405,47 @@ def ansible_playbook(args, timeout=600):
 
 
 def render_scenario(endpoint, scenario, out):
-    return ansible_playbook(["--check", "-i", "inventories/aws", "tests/golden/render_eksctl.yml",
-                             "-e", "@examples/aws/%s.yml" % scenario, "-e", "trainfleet_aws_endpoint_url=%s" % endpoint,
-                             "-e", "golden_out=%s" % out])
+    example = [] if scenario == INVENTORY else ["-e", "@examples/aws/%s.yml" % scenario]
+    return ansible_playbook(["--check", "-i", "inventories/aws", "tests/golden/render_eksctl.yml"] + example +
+                            ["-e", "trainfleet_aws_endpoint_url=%s" % endpoint, "-e", "golden_out=%s" % out,
+                             "-e", "golden_out_nodegroups=%s.nodegroups" % out])
 
 
 @pytest.fixture(scope="module")
-def rendered(moto_server, tmp_path_factory):
+def rendered_runs(moto_server, tmp_path_factory):
+    """{scenario: (cluster step ClusterConfig YAML, nodegroups step ClusterConfig YAML)} for the
+    examples and inventories/aws alone, each through the real roles and the module."""
     out_dir = tmp_path_factory.mktemp("rendered")
     with ThreadPoolExecutor(max_workers=3) as pool:
         runs = dict((s, pool.submit(render_scenario, moto_server, s, str(out_dir / ("%s.yaml" % s))))
-                    for s in SCENARIOS)
+                    for s in SCENARIOS + (INVENTORY,))
     results = {}
     for scenario, future in runs.items():
         proc = future.result()
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-        results[scenario] = (out_dir / ("%s.yaml" % scenario)).read_text()
+        results[scenario] = ((out_dir / ("%s.yaml" % scenario)).read_text(),
+                             (out_dir / ("%s.yaml.nodegroups" % scenario)).read_text())
     return results
+
+
+@pytest.fixture(scope="module")
+def rendered(rendered_runs):
+    return dict((scenario, texts[0]) for scenario, texts in rendered_runs.items())
+
+
+@pytest.fixture(scope="module")
+def eksctl_schema():
+    return validator_or_skip()
+
+
+def _golden(scenario):
+    with open(os.path.join(GOLDEN_DIR, "%s.yaml" % scenario)) as handle:
+        return yaml.safe_load(handle)
+
+
+def _known_bug(scenario):
+    return pytest.param(scenario, marks=pytest.mark.xfail(strict=True, reason=PLACEMENT_BUG)) \
+        if scenario == "trainium" else scenario
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -376,14 +458,14 @@ def test_golden_clusterconfig(rendered, scenario):
         assert rendered[scenario] == handle.read(), "rendered %s differs from %s" % (scenario, golden)
 
 
+def test_every_example_has_a_golden():
+    assert SCENARIOS and all(os.path.exists(os.path.join(GOLDEN_DIR, "%s.yaml" % s)) for s in SCENARIOS), SCENARIOS
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_golden_validates_against_clusterconfig_schema(scenario):
-    jsonschema = pytest.importorskip("jsonschema")
-    with open(os.path.join(GOLDEN_DIR, "clusterconfig-subset.schema.yaml")) as handle:
-        schema = yaml.safe_load(handle)
-    with open(os.path.join(GOLDEN_DIR, "%s.yaml" % scenario)) as handle:
-        config = yaml.safe_load(handle)
-    jsonschema.Draft202012Validator(schema).validate(config)
+def test_golden_validates_against_eksctl_schema(eksctl_schema, scenario):
+    config = _golden(scenario)
+    assert schema_errors(eksctl_schema, config) == []
     # The accelerator scenarios carry the settings the seeds need.
     groups = dict((g["name"], g) for g in config.get("managedNodeGroups", []))
     if scenario == "trainium":
@@ -394,14 +476,39 @@ def test_golden_validates_against_clusterconfig_schema(scenario):
     assert "eks-pod-identity-agent" in [a["name"] for a in config["addons"]]
 
 
-def test_schema_rejects_unknown_fields():
-    jsonschema = pytest.importorskip("jsonschema")
-    with open(os.path.join(GOLDEN_DIR, "clusterconfig-subset.schema.yaml")) as handle:
-        schema = yaml.safe_load(handle)
-    config = E.render_cluster_config(params())
-    config["managedNodeGroups"][0]["efaEnable"] = True
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(config, schema)
+@pytest.mark.parametrize("scenario", SCENARIOS + (INVENTORY,))
+def test_rendered_configs_validate_against_eksctl_schema(eksctl_schema, rendered_runs, scenario):
+    """What the cluster step and the nodegroups step hand eksctl, for every example and the inventory."""
+    for step, text in zip(("cluster", "nodegroups"), rendered_runs[scenario]):
+        config = yaml.safe_load(text)
+        assert config["kind"] == "ClusterConfig", (step, text)
+        assert schema_errors(eksctl_schema, config) == [], (step, text)
+
+
+@pytest.mark.parametrize("scenario", [_known_bug(s) for s in SCENARIOS])
+def test_golden_passes_eksctl_semantic_rules(scenario):
+    assert semantic_errors(_golden(scenario)) == []
+
+
+@pytest.mark.parametrize("scenario", [_known_bug(s) for s in SCENARIOS] + [INVENTORY])
+def test_rendered_configs_pass_eksctl_semantic_rules(rendered_runs, scenario):
+    for text in rendered_runs[scenario]:
+        assert semantic_errors(yaml.safe_load(text)) == [], text
+
+
+def test_trainium_golden_has_only_the_known_placement_problem():
+    """The one semantic problem of our configs, pinned: nothing else may creep in beside it."""
+    errors = semantic_errors(_golden("trainium"))
+    assert len(errors) == 1 and "placement.groupName 'trainfleet-trn1' names a placement group nothing creates" \
+        in errors[0], errors
+
+
+def test_efa_groups_in_our_configs_name_their_one_zone():
+    """Our examples pin the EFA group's zone (eksctl would pick one subnet at random, maybe not the FSx zone)."""
+    for scenario in SCENARIOS:
+        for group in _golden(scenario).get("managedNodeGroups", []):
+            if group.get("efaEnabled"):
+                assert len(group.get("availabilityZones", [])) == 1, (scenario, group["name"])
 
 
 def test_role_preflight_rejects_bad_node_group_before_anything(moto_server, tmp_path):
