@@ -15,7 +15,7 @@ description:
   - Everything is printed as by Ansible's C(default) stdout callback, except waits.
   - A task that retries (C(until)/C(retries)) prints no C(FAILED - RETRYING) line. It prints at
     most one line per O(interval) seconds instead, with what it waits for, the elapsed time and
-    the task's own progress text (the RV(progress) value of the last attempt's result) or the
+    the task's own progress text (the C(progress) value of the last attempt's result) or the
     attempt count.
   - A task that runs longer than O(interval) seconds without a result (an image build, a push,
     a job wait, an C(async) task polled by Ansible) prints the same kind of line every

@@ -292,7 +292,10 @@ def render_node_group(group, cluster_name, tags=None):
     if group.get("efa"):
         labels["trainfleet.io/efa"] = "true"
         out["efaEnabled"] = True
-        out["placement"] = {"groupName": group.get("placement_group") or "%s-%s" % (cluster_name, group["name"])}
+        # eksctl creates a cluster placement group for an EFA group itself when `placement` is unset;
+        # a name given here must name a group that already exists.
+        if group.get("placement_group"):
+            out["placement"] = {"groupName": group["placement_group"]}
     if group.get("capacity_reservation_id"):
         out["capacityReservation"] = {
             "capacityReservationTarget": {"capacityReservationID": group["capacity_reservation_id"]}}

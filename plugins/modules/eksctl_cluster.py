@@ -169,8 +169,8 @@ options:
         default: false
       placement_group:
         description:
-          - Placement group name for EFA groups; C(<cluster>-<group>) when unset. Only valid with
-            O(managed_node_groups[].efa=true).
+          - An existing placement group for an EFA group. Unset, eksctl creates a cluster placement
+            group for the node group itself. Only valid with O(managed_node_groups[].efa=true).
         type: str
       capacity_reservation_id:
         description: Targeted On-Demand Capacity Reservation or Capacity Block id.

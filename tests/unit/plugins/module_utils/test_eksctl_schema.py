@@ -33,14 +33,6 @@ from ansible_collections.trainfleet.training.plugins.modules.eksctl_cluster impo
 from tests.support.eksctl import schema_errors, semantic_errors, validator_or_skip  # noqa: E402
 
 ROLE_ARN = "arn:aws:iam::123456789012:role/trainfleet-training"
-# Known problem (see test_efa_group_without_placement_group_leaves_it_to_eksctl): an EFA group
-# without placement_group is rendered with placement.groupName <cluster>-<group>, a placement
-# group nothing creates. Kept out of the matrix check so the other rules stay checked.
-KNOWN_UNCREATED_PLACEMENT_GROUPS = ("trainfleet-trn1",)
-PLACEMENT_BUG = ("known bug, not fixed here (goldens must stay byte-identical): render_node_group sets "
-                 "placement.groupName <cluster>-<group> for every EFA group; eksctl 0.210.0 then creates no "
-                 "placement group (it creates one only when placement is unset and there is no "
-                 "capacityReservation) and the launch template names a group that does not exist")
 
 
 @pytest.fixture(scope="module")
@@ -124,12 +116,10 @@ def test_module_output_is_valid_for_eksctl_schema(validator, case):
 @pytest.mark.parametrize("case", sorted(MATRIX))
 def test_module_output_passes_eksctl_semantic_rules(case):
     config = module_render(MATRIX[case])
-    # Only a placement group the user named (and created) may be referenced; see the goldens' test
-    # for the generated <cluster>-<group> name.
-    assert semantic_errors(config, existing_placement_groups=("my-cluster-pg",) + KNOWN_UNCREATED_PLACEMENT_GROUPS) == []
+    # Only a placement group the user named (and created) may be referenced.
+    assert semantic_errors(config, existing_placement_groups=("my-cluster-pg",)) == []
 
 
-@pytest.mark.xfail(strict=True, reason=PLACEMENT_BUG)
 def test_efa_group_without_placement_group_leaves_it_to_eksctl():
     config = module_render(cluster(managed_node_groups=[
         dict(name="trn1", kind="trainium", instance_types=["trn1.32xlarge"], efa=True, min_size=0, desired_size=2,

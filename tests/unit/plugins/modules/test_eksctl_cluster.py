@@ -40,10 +40,6 @@ SCENARIOS = tuple(sorted(os.path.splitext(name)[0] for name in os.listdir(os.pat
                          if name.endswith(".yml")))
 # inventories/aws on its own (no example file): rendered and checked, no golden.
 INVENTORY = "inventories-aws"
-# Known problem, reported and not fixed here (the goldens stay byte-identical): EFA groups get
-# placement.groupName <cluster>-<group>, which nothing creates (see test_eksctl_schema.py).
-PLACEMENT_BUG = ("known bug: render_node_group names placement group <cluster>-<group> for EFA groups; eksctl "
-                 "0.210.0 then creates none (only when placement is unset and there is no capacityReservation)")
 VENV_BIN = os.path.dirname(sys.executable)
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-west-2"}
 
@@ -161,7 +157,8 @@ def test_render_trainium_group():
     ng = cfg["managedNodeGroups"][0]
     assert ng["instanceType"] == "trn1.32xlarge"
     assert ng["efaEnabled"] is True
-    assert ng["placement"] == {"groupName": "trainfleet-trn1"}
+    # no placement block: eksctl creates the EFA group's cluster placement group itself
+    assert "placement" not in ng
     assert ng["labels"]["trainfleet.io/kind"] == "trainium"
     assert ng["labels"]["trainfleet.io/efa"] == "true"
     assert ng["capacityReservation"]["capacityReservationTarget"]["capacityReservationID"] == "cr-0123456789abcdef0"
@@ -443,11 +440,6 @@ def _golden(scenario):
         return yaml.safe_load(handle)
 
 
-def _known_bug(scenario):
-    return pytest.param(scenario, marks=pytest.mark.xfail(strict=True, reason=PLACEMENT_BUG)) \
-        if scenario == "trainium" else scenario
-
-
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_golden_clusterconfig(rendered, scenario):
     golden = os.path.join(GOLDEN_DIR, "%s.yaml" % scenario)
@@ -469,7 +461,7 @@ def test_golden_validates_against_eksctl_schema(eksctl_schema, scenario):
     # The accelerator scenarios carry the settings the seeds need.
     groups = dict((g["name"], g) for g in config.get("managedNodeGroups", []))
     if scenario == "trainium":
-        assert groups["trn1"]["efaEnabled"] is True and groups["trn1"]["placement"]["groupName"]
+        assert groups["trn1"]["efaEnabled"] is True and "placement" not in groups["trn1"]
         assert groups["trn1"]["availabilityZones"] == ["us-west-2d"]
     if scenario == "gpu":
         assert groups["gpu"]["taints"][0]["key"] == "nvidia.com/gpu"
@@ -485,22 +477,15 @@ def test_rendered_configs_validate_against_eksctl_schema(eksctl_schema, rendered
         assert schema_errors(eksctl_schema, config) == [], (step, text)
 
 
-@pytest.mark.parametrize("scenario", [_known_bug(s) for s in SCENARIOS])
+@pytest.mark.parametrize("scenario", SCENARIOS)
 def test_golden_passes_eksctl_semantic_rules(scenario):
     assert semantic_errors(_golden(scenario)) == []
 
 
-@pytest.mark.parametrize("scenario", [_known_bug(s) for s in SCENARIOS] + [INVENTORY])
+@pytest.mark.parametrize("scenario", list(SCENARIOS) + [INVENTORY])
 def test_rendered_configs_pass_eksctl_semantic_rules(rendered_runs, scenario):
     for text in rendered_runs[scenario]:
         assert semantic_errors(yaml.safe_load(text)) == [], text
-
-
-def test_trainium_golden_has_only_the_known_placement_problem():
-    """The one semantic problem of our configs, pinned: nothing else may creep in beside it."""
-    errors = semantic_errors(_golden("trainium"))
-    assert len(errors) == 1 and "placement.groupName 'trainfleet-trn1' names a placement group nothing creates" \
-        in errors[0], errors
 
 
 def test_efa_groups_in_our_configs_name_their_one_zone():
