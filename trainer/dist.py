@@ -22,6 +22,7 @@ class DistContext:
     distributed: bool = False
     backend: str = "none"
     device: torch.device = torch.device("cpu")
+    restart_count: int = 0
 
     @property
     def is_rank0(self):
@@ -48,6 +49,16 @@ def env_ranks(environ=None):
             _env_int(env, "GROUP_RANK", 0), launched)
 
 
+def restart_count(environ=None):
+    """How often torchrun restarted this node's worker group (TORCHELASTIC_RESTART_COUNT; 0 without torchrun).
+
+    A restart of the pod or its container starts a new torchrun at 0: the process cannot see it
+    (the downward API has no restart count). pytorchjob_info reports those per replica.
+    """
+    env = os.environ if environ is None else environ
+    return max(0, _env_int(env, "TORCHELASTIC_RESTART_COUNT", 0))
+
+
 def choose_backend(requested, device_choice, cuda_available):
     """(backend, use_cuda): auto = nccl with CUDA, gloo without; an explicit --backend wins."""
     use_cuda = device_choice == "cuda" or (device_choice == "auto" and cuda_available)
@@ -70,7 +81,8 @@ def init(cfg):
     else:
         device = torch.device("cpu")
     ctx = DistContext(rank=rank, local_rank=local_rank, world_size=world_size, group_rank=group_rank,
-                      distributed=launched, backend=backend if launched else "none", device=device)
+                      distributed=launched, backend=backend if launched else "none", device=device,
+                      restart_count=restart_count())
     if launched:
         dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world_size,
                                 timeout=timedelta(seconds=cfg.timeout_s))
