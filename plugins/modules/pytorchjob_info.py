@@ -18,6 +18,9 @@ description:
     active/succeeded/failed counters, start and completion time, duration, and per pod its
     replica type and index, node, phase, restarts, waiting or terminated reason
     (C(ImagePullBackOff), C(CrashLoopBackOff), C(OOMKilled), C(Error), ...) and exit code.
+  - Restarts per replica type (RV(job.restarts_by_replica)) and the reason of each restart or
+    death (RV(job.restart_reasons)) - which pod and container, on which node, when, with which
+    reason, exit code and signal.
   - The phase is the latest true condition, as the training operator sets them; C(Succeeded)
     and C(Failed) always win, C(Pending) means the operator has not set any condition yet.
   - With O(wait=true) the module watches the job (Kubernetes watch API) until it reaches
@@ -247,6 +250,36 @@ job:
       description: Container restarts summed over the job's pods.
       type: int
       returned: always
+    restarts_by_replica:
+      description:
+        - Per replica type as the spec names it (Master, Worker) the container restarts summed
+          over its pods (C(restarts)), the failed count of status.replicaStatuses (C(failed)) and
+          the restarts of each of its pods (C(pods), pod name to restarts).
+        - A pod that was deleted (by hand, or evicted from a lost node) and created again by the
+          operator starts again at 0 restarts; its end shows in the operator's events, not here.
+      type: dict
+      returned: always
+      sample: {"Master": {"restarts": 2, "failed": 0, "pods": {"mnist-master-0": 2}},
+               "Worker": {"restarts": 0, "failed": 0, "pods": {"mnist-worker-0": 0}}}
+    restart_reasons:
+      description:
+        - Why containers of the job's pods restarted or died, oldest end first. One entry per
+          container whose previous run ended (the kubelet keeps only the last one of each
+          container, and C(restarts) says how many there were; C(run=previous)), one per container
+          terminated now with a non-zero exit code (C(run=current)), and one per pod that failed
+          as a whole (Evicted, ...; C(container) null).
+        - Each has pod, replica_type, replica_index, node, container, init, restarts, run, reason
+          (Error, OOMKilled, Evicted, ...), exit_code, signal and signal_name (from the
+          runtime's signal, else exit code 128+N; 137 is SIGKILL, 143 SIGTERM), message,
+          started_at and finished_at.
+      type: list
+      elements: dict
+      returned: always
+      sample: [{"pod": "mnist-master-0", "replica_type": "master", "replica_index": 0,
+                "node": "trainfleet-worker2", "container": "pytorch", "init": false, "restarts": 2,
+                "run": "previous", "reason": "Error", "exit_code": 1, "signal": null,
+                "signal_name": null, "message": "Connection reset by peer",
+                "started_at": "2025-01-01T10:02:20Z", "finished_at": "2025-01-01T10:03:35Z"}]
     pods:
       description: The job's pods, master first then workers by index.
       type: list

@@ -607,6 +607,48 @@ def test_report_success_uses_the_logs_module_result(tmp_path):
     assert "rank 0: pod trainfleet-digits-worker-0 (decided by trainer-log)" in out
 
 
+def test_report_prints_restarts_by_replica_their_reasons_and_the_resume(tmp_path):
+    job = _job("Succeeded", restarts=3)
+    job["restarts_by_replica"] = {"Master": {"restarts": 2, "failed": 0, "pods": {"trainfleet-digits-master-0": 2}},
+                                  "Worker": {"restarts": 1, "failed": 1, "pods": {"trainfleet-digits-worker-0": 1}}}
+    job["restart_reasons"] = [
+        {"pod": "trainfleet-digits-worker-0", "replica_type": "worker", "replica_index": 0, "node": "trainfleet-worker",
+         "container": "pytorch", "init": False, "restarts": 1, "run": "previous", "reason": "Error", "exit_code": 137,
+         "signal": 9, "signal_name": "SIGKILL", "message": None, "started_at": "2026-01-01T00:00:01Z",
+         "finished_at": "2026-01-01T00:00:20Z"},
+        {"pod": "trainfleet-digits-master-0", "replica_type": "master", "replica_index": 0, "node": "trainfleet-worker2",
+         "container": "pytorch", "init": False, "restarts": 2, "run": "previous", "reason": "Error", "exit_code": 1,
+         "signal": None, "signal_name": None, "message": "RuntimeError: Connection reset by peer\nmore",
+         "started_at": "2026-01-01T00:00:02Z", "finished_at": "2026-01-01T00:00:21Z"},
+    ]
+    status = {"changed": False, "exists": True, "job": job}
+    rank0 = {"changed": False, "pod": "trainfleet-digits-master-0", "method": "trainer-log", "log": "...",
+             "trainer_result": dict(TRAINER_RESULT, resumed_from_epoch=3, restarts=0)}
+    outcome, out = _report(tmp_path, status, rank0)
+    assert outcome["failure"] is None, out
+    result = outcome["result"]
+    assert result["restarts_by_replica"]["Master"]["restarts"] == 2 and len(result["restart_reasons"]) == 2
+    assert result["resumed_from_epoch"] == 3 and result["trainer_restarts"] == 0
+    assert "resumed from snapshot epoch: 3, torchrun restarts on rank 0's node: 0" in out
+    assert "restarts by replica: Master 2, Worker 1 (1 failed)" in out
+    assert ("restart: pod trainfleet-digits-worker-0 (worker-0) on node trainfleet-worker, container pytorch: Error, exit code 137 "
+            "(SIGKILL), ended 2026-01-01T00:00:20Z (previous run; 1 restart(s))") in out
+    assert "on node trainfleet-worker2, container pytorch: Error, exit code 1, ended 2026-01-01T00:00:21Z" in out
+    assert "Connection reset by peer more" in out
+
+
+def test_report_without_restart_data_still_summarises(tmp_path):
+    """A job dict from before restarts_by_replica/restart_reasons, a result line without resume fields."""
+    status = {"changed": False, "exists": True, "job": _job("Succeeded")}
+    rank0 = {"changed": False, "pod": "trainfleet-digits-master-0", "method": "trainer-log", "log": "...",
+             "trainer_result": TRAINER_RESULT}
+    outcome, out = _report(tmp_path, status, rank0)
+    assert outcome["failure"] is None, out
+    assert outcome["result"]["resumed_from_epoch"] is None and outcome["result"]["restart_reasons"] == []
+    assert "resumed from snapshot epoch: ?, torchrun restarts on rank 0's node: ?" in out
+    assert "restart:" not in out
+
+
 def test_report_success_parses_the_result_line_when_the_module_did_not(tmp_path):
     status = {"changed": False, "exists": True, "job": _job("Succeeded")}
     log = "\n".join([
