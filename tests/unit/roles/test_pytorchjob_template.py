@@ -279,7 +279,7 @@ def test_gpu_job_with_resources_tolerations_and_node_selector():
             "limits": {"cpu": "16", "memory": "96Gi", "nvidia.com/gpu": 4},
         }
         pod = pod_spec(job, rtype)
-        assert pod["tolerations"] == tolerations
+        assert pod["tolerations"] == tolerations + NODE_LOST_TOLERATIONS
         assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "g5.12xlarge"}
         assert pod["serviceAccountName"] == "trainfleet-trainer"
         assert pod["imagePullSecrets"] == [{"name": "regcred"}]
@@ -287,6 +287,30 @@ def test_gpu_job_with_resources_tolerations_and_node_selector():
         assert {"name": "dshm", "mountPath": "/dev/shm"} in c["volumeMounts"]
         assert "--backend=nccl" in c["args"] and c["args"][0] == "--nproc_per_node=4"
     assert job["spec"]["nprocPerNode"] == "4"
+
+
+NODE_LOST_TOLERATIONS = [
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30},
+]
+
+
+def test_pods_leave_a_lost_node_after_pytorchjob_node_lost_toleration_seconds():
+    job, _manifest = render()
+    for rtype in ("Master", "Worker"):
+        assert pod_spec(job, rtype)["tolerations"] == NODE_LOST_TOLERATIONS  # default 30 s, not the cluster's 300
+    job, manifest = render(pytorchjob_node_lost_toleration_seconds="45")
+    assert [t["tolerationSeconds"] for t in pod_spec(job, "Worker")["tolerations"]] == [45, 45]
+    assert '"tolerationSeconds": 45' in manifest  # an int, through to_json
+
+
+def test_user_tolerations_merge_with_the_node_lost_ones_and_win_for_the_same_key():
+    mine = [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 600},
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
+            {"key": "dedicated", "operator": "Equal", "value": "training", "effect": "NoSchedule"}]
+    job, _manifest = render(pytorchjob_tolerations=mine, pytorchjob_node_lost_toleration_seconds=10)
+    assert pod_spec(job, "Master")["tolerations"] == mine + [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10}]
 
 
 def test_trainium_efa_job_with_fsx_claim_and_shm():
@@ -475,6 +499,9 @@ BAD_INPUTS = {
                            "pytorchjob_pvc_mount_path"),
     "wait-timeout-zero": ({"pytorchjob_wait_timeout": 0}, "pytorchjob_wait_timeout"),
     "replicas-not-int": ({"pytorchjob_worker_replicas": "many"}, "pytorchjob_worker_replicas"),
+    "node-lost-seconds-zero": ({"pytorchjob_node_lost_toleration_seconds": 0}, "pytorchjob_node_lost_toleration_seconds"),
+    "node-lost-seconds-too-long": ({"pytorchjob_node_lost_toleration_seconds": 3601}, "pytorchjob_node_lost_toleration_seconds"),
+    "node-lost-seconds-not-int": ({"pytorchjob_node_lost_toleration_seconds": "soon"}, "pytorchjob_node_lost_toleration_seconds"),
 }
 
 
@@ -511,6 +538,13 @@ def bad_input_outcomes(tmp_path_factory):
         outcomes[match.group(1)] = match.group(2)
     assert set(outcomes) == set(BAD_INPUTS), out
     return outcomes, tmp_path
+
+
+def test_preflight_quotes_the_bad_node_lost_toleration_seconds(bad_input_outcomes):
+    outcomes, _tmp_path = bad_input_outcomes
+    assert "got 3601" in outcomes["node-lost-seconds-too-long"]
+    assert "got 0" in outcomes["node-lost-seconds-zero"]
+    assert "'soon'" in outcomes["node-lost-seconds-not-int"]  # the argument spec's own check quotes it
 
 
 @pytest.mark.parametrize("case_id", sorted(BAD_INPUTS))
