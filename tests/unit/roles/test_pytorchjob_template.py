@@ -304,6 +304,17 @@ def test_pods_leave_a_lost_node_after_pytorchjob_node_lost_toleration_seconds():
     assert '"tolerationSeconds": 45' in manifest  # an int, through to_json
 
 
+def test_lost_pod_risks_of_the_rendered_jobs():
+    """What the role's warning says about what it renders (pytorchjob_resilience_info runs on the manifest)."""
+    from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj  # pylint: disable=import-outside-toplevel
+
+    static, _manifest = render()
+    assert [r["code"] for r in pj.lost_pod_risks(static)] == [pj.RISK_STATIC_RENDEZVOUS, pj.RISK_NO_SNAPSHOTS]
+    elastic, _manifest = render(pytorchjob_elastic=True, pytorchjob_master_replicas=0, pytorchjob_worker_replicas=2,
+                                pytorchjob_backoff_limit=4, pytorchjob_trainer_snapshot_dir="s3://trainfleet-local/snap")
+    assert pj.lost_pod_risks(elastic) == []
+
+
 def test_user_tolerations_merge_with_the_node_lost_ones_and_win_for_the_same_key():
     mine = [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 600},
             {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
