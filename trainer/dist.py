@@ -8,7 +8,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from trainer import RANK_PREFIX
+from trainer.metrics import rank_line
 
 
 @dataclass
@@ -29,8 +29,7 @@ class DistContext:
         return self.rank == 0
 
     def rank_line(self):
-        return (f"{RANK_PREFIX} rank={self.rank} local_rank={self.local_rank} world_size={self.world_size} "
-                f"group_rank={self.group_rank} host={socket.gethostname()}")
+        return rank_line(self.rank, self.local_rank, self.world_size, self.group_rank, socket.gethostname())
 
 
 def _env_int(env, name, default):

@@ -8,11 +8,21 @@ import io
 import json
 import re
 
-from trainer import EPOCH_PREFIX, INFO_PREFIX, RESULT_PREFIX, RESUME_PREFIX, STOPPED_PREFIX, WARNING_PREFIX
+from trainer import EPOCH_PREFIX, ERROR_PREFIX, INFO_PREFIX, RANK_PREFIX, RESULT_PREFIX, RESUME_PREFIX, STOPPED_PREFIX, WARNING_PREFIX
 
 METRICS_NAME = "metrics.jsonl"
 PLOT_NAME = "plot.png"
 MODEL_NAME = "model.pt"
+
+
+def rank_line(rank, local_rank, world_size, group_rank, host):
+    """``trainfleet-rank: rank=<R> local_rank=<L> world_size=<W> group_rank=<G> host=<hostname>`` (every process, once)."""
+    return f"{RANK_PREFIX} rank={rank} local_rank={local_rank} world_size={world_size} group_rank={group_rank} host={host}"
+
+
+def error_line(message):
+    """``trainfleet-trainer: error: <message>`` (stderr, before the exit code 1 or 2)."""
+    return f"{ERROR_PREFIX} {one_line(message)}"
 
 
 def epoch_line(record):

@@ -218,3 +218,9 @@ def test_line_formats_round_trip():
     assert failed == "trainfleet-warning: snapshot epoch=3 failed, training goes on (the next epoch tries again): line one line two"
     retry = metrics.storage_retry_line("put", "s3://b/k", 1, 8, 0.25, ConnectionResetError("reset"))
     assert retry == "trainfleet-warning: storage put s3://b/k attempt 1/8 failed (ConnectionResetError: reset); retrying in 0.2s"
+
+
+def test_rank_and_error_lines():
+    assert metrics.rank_line(1, 0, 4, 1, "pod-a") == "trainfleet-rank: rank=1 local_rank=0 world_size=4 group_rank=1 host=pod-a"
+    assert metrics.error_line("argument --epochs: expected a positive integer, got 0") == \
+        "trainfleet-trainer: error: argument --epochs: expected a positive integer, got 0"
