@@ -557,6 +557,7 @@ def _restart_entry(pod, cstatus, init, terminated, current):
         "message": terminated.get("message"),
         "started_at": terminated.get("startedAt"),
         "finished_at": terminated.get("finishedAt"),
+        "observed_at": None,
     }
     return entry
 
@@ -588,14 +589,37 @@ def pod_restart_reasons(pod):
     return entries
 
 
+def _sort_restart_reasons(entries):
+    far = datetime.datetime.max.replace(tzinfo=datetime.timezone.utc)
+    entries.sort(key=lambda e: (parse_time(e["finished_at"]) or far, e["pod"] or "", e["container"] or ""))
+    return entries
+
+
+def restart_reason_key(entry):
+    """What makes two restart_reasons entries the same ended run (a failed current run becomes
+    the previous run after the restart)."""
+    return (entry.get("pod"), entry.get("container"), entry.get("finished_at"), entry.get("reason"))
+
+
 def restart_reasons(pods):
     """pod_restart_reasons of every pod (raw dicts), oldest end first (unknown times last)."""
     entries = []
     for pod in pods or []:
         entries.extend(pod_restart_reasons(pod))
-    far = datetime.datetime.max.replace(tzinfo=datetime.timezone.utc)
-    entries.sort(key=lambda e: (parse_time(e["finished_at"]) or far, e["pod"] or "", e["container"] or ""))
-    return entries
+    return _sort_restart_reasons(entries)
+
+
+def merge_restart_reasons(live, recorded):
+    """live restart_reasons plus the runs recorded while waiting that the live pods no longer show
+    (the pod was deleted, evicted or replaced since; its entry keeps observed_at), oldest end first."""
+    seen = set(restart_reason_key(e) for e in live or [])
+    merged = list(live or [])
+    for entry in recorded or []:
+        key = restart_reason_key(entry)
+        if key not in seen:
+            seen.add(key)
+            merged.append(dict(entry))
+    return _sort_restart_reasons(merged)
 
 
 def restarts_by_replica(job, summaries):

@@ -271,7 +271,10 @@ job:
         - Each has pod, replica_type, replica_index, node, container, init, restarts, run, reason
           (Error, OOMKilled, Evicted, ...), exit_code, signal and signal_name (from the
           runtime's signal, else exit code 128+N; 137 is SIGKILL, 143 SIGTERM), message,
-          started_at and finished_at.
+          started_at, finished_at and observed_at.
+        - With O(wait=true) the runs seen by the pod watch while waiting are kept too, so a pod
+          that was deleted, evicted or replaced since still has its entry; C(observed_at) says when
+          it was seen (null for entries read from the pods as they are now).
       type: list
       elements: dict
       returned: always
@@ -526,6 +529,8 @@ class FailureRecorder(object):
     """
 
     LOG_ATTEMPTS = 3
+    # Every ended run seen (restart_reasons), at most this many: a crash loop must not grow it forever.
+    MAX_RESTART_RECORDS = 200
 
     def __init__(self, service, namespace, name, log_lines, now=pj.utcnow):
         self.service = service
@@ -536,10 +541,31 @@ class FailureRecorder(object):
         self._lock = threading.Lock()
         self._by_key = {}
         self._order = []
+        self._restarts = []
+        self._restart_keys = set()
+
+    def _record_restarts(self, pod):
+        entries = pj.pod_restart_reasons(pod)
+        if not entries:
+            return
+        observed_at = pj.format_time(self.now())
+        with self._lock:
+            for entry in entries:
+                key = pj.restart_reason_key(entry)
+                if key in self._restart_keys or len(self._restarts) >= self.MAX_RESTART_RECORDS:
+                    continue
+                self._restart_keys.add(key)
+                self._restarts.append(dict(entry, observed_at=observed_at))
+
+    def restart_reasons(self):
+        """Every ended run seen while waiting (copies, in the order seen)."""
+        with self._lock:
+            return [dict(entry) for entry in self._restarts]
 
     def observe(self, pod):
         if not isinstance(pod, dict) or not pj.pod_belongs_to_job(pod, self.name):
             return None
+        self._record_restarts(pod)
         found = pj.container_failure(pod)
         if not found:
             return None
@@ -791,6 +817,7 @@ def _one_job(module, service):
 
     wait_result = None
     snapshots = []
+    recorded_restarts = []
     pod_watch = None
     if params["wait"]:
         waiter = JobWaiter(service, namespace, name, wanted=params["wait_for"],
@@ -809,10 +836,13 @@ def _one_job(module, service):
         finally:
             pod_watch.stop()
         snapshots = recorder.snapshots()
+        recorded_restarts = recorder.restart_reasons()
         job = wait_result.job
         result.update(transitions=wait_result.transitions, waited_seconds=wait_result.elapsed)
 
     summary = pj.job_summary(job, service.list_pods(namespace, name))
+    # runs of pods that were deleted or replaced while waiting are only known from the pod watch
+    summary["restart_reasons"] = pj.merge_restart_reasons(summary["restart_reasons"], recorded_restarts)
     result.update(exists=True, job=summary, jobs=[summary])
 
     if summary["phase"] == pj.PHASE_FAILED:

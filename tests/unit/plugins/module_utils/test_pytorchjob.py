@@ -671,7 +671,7 @@ def test_restart_reasons_name_pod_container_exit_signal_node_and_time():
         "pod": "mnist-worker-0", "replica_type": "worker", "replica_index": 0, "node": "trainfleet-worker",
         "container": "pytorch", "init": False, "restarts": 1, "run": "previous", "reason": "OOMKilled",
         "exit_code": 137, "signal": 9, "signal_name": "SIGKILL", "message": None,
-        "started_at": "2025-01-01T10:00:08Z", "finished_at": "2025-01-01T10:02:00Z"}
+        "started_at": "2025-01-01T10:00:08Z", "finished_at": "2025-01-01T10:02:00Z", "observed_at": None}
     assert master["replica_type"] == "master" and master["node"] == "trainfleet-worker2"
     assert master["restarts"] == 2 and master["exit_code"] == 1 and master["signal"] is None
     assert "Connection reset by peer" in master["message"] and master["finished_at"] == "2025-01-01T10:03:35Z"
@@ -712,3 +712,13 @@ def test_parse_trainer_result_always_has_resume_and_restarts():
     assert newer["resumed_from_epoch"] == 4 and newer["restarts"] == 2
     fresh = pj.parse_trainer_result(['trainfleet-result: {"epochs": 5}'])
     assert fresh["resumed_from_epoch"] is None and fresh["restarts"] is None
+
+
+def test_merge_restart_reasons_keeps_the_runs_of_pods_that_are_gone():
+    live = pj.restart_reasons([load("pods", "restarted_master_peer_lost")])
+    gone = dict(pj.restart_reasons([load("pods", "error_worker1")])[0], observed_at="2025-01-01T10:02:00Z")
+    same_as_live = dict(live[0], run="current", observed_at="2025-01-01T10:03:36Z")  # the same run, seen before the restart
+    merged = pj.merge_restart_reasons(live, [same_as_live, gone])
+    assert [(r["pod"], r["run"], r["observed_at"]) for r in merged] == [
+        ("mnist-worker-1", "current", "2025-01-01T10:02:00Z"), ("mnist-master-0", "previous", None)]
+    assert pj.merge_restart_reasons([], []) == []

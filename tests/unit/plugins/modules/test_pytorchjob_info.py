@@ -373,6 +373,11 @@ def test_wait_failed_pods_deleted_after_a_snapshot(run_module, fake_time, watchi
     assert failure["log_tail"] == ["step 8", "step 9", "trainer: error: unrecognized arguments"]
     assert failure["observed_at"]
     assert result["job"]["pods"] == []
+    # the deleted pod's run is still in restart_reasons, recorded by the pod watch
+    reasons = result["job"]["restart_reasons"]
+    assert [(r["pod"], r["node"], r["reason"], r["exit_code"], r["run"], r["finished_at"]) for r in reasons] == [
+        ("mnist-master-0", "trainfleet-worker", "Error", 1, "current", "2025-01-01T10:00:10Z")]
+    assert reasons[0]["observed_at"]
     assert [e["reason"] for e in failure["events"]][-1] == "PyTorchJobFailed"
     assert result["msg"].startswith(
         "PyTorchJob training/mnist Failed: PyTorchJobFailed - Job mnist has failed because it has reached the "
