@@ -15,6 +15,10 @@ EPOCH_PREFIX = "trainfleet-epoch:"
 RESULT_PREFIX = "trainfleet-result:"
 RESUME_PREFIX = "trainfleet-resume:"
 STOPPED_PREFIX = "trainfleet-stopped:"
+INFO_PREFIX = "trainfleet-info:"
+WARNING_PREFIX = "trainfleet-warning:"
+ERROR_PREFIX = "trainfleet-trainer: error:"
+# The formats of these lines live in trainer.metrics (one place); emit() writes them.
 
 
 def emit(line, stream=None):

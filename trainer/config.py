@@ -92,6 +92,8 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
     device: str = "auto"
     timeout_s: float = 1800.0
     s3_endpoint_url: Optional[str] = None
+    storage_attempts: int = 8
+    storage_backoff_s: float = 0.5
     verbose_ranks: bool = False
 
     def __post_init__(self):
@@ -136,6 +138,11 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
         if self.backend == "nccl" and self.device == "cpu":
             raise ConfigError("--backend", "expected gloo or auto with --device cpu (nccl needs CUDA devices)")
         _positive_float("--timeout-s", self.timeout_s)
+        if isinstance(self.storage_attempts, bool) or not isinstance(self.storage_attempts, int) or not 1 <= self.storage_attempts <= 20:
+            raise ConfigError("--storage-attempts", f"expected an integer between 1 and 20, got {self.storage_attempts!r}")
+        if isinstance(self.storage_backoff_s, bool) or not isinstance(self.storage_backoff_s, (int, float)) \
+                or not math.isfinite(self.storage_backoff_s) or not 0 < self.storage_backoff_s <= 60:
+            raise ConfigError("--storage-backoff-s", f"expected a number of seconds in (0, 60], got {self.storage_backoff_s!r}")
         if self.s3_endpoint_url is not None and not self.s3_endpoint_url.startswith(("http://", "https://")):
             raise ConfigError("--s3-endpoint-url", f"expected an http:// or https:// URL, got {self.s3_endpoint_url!r}")
 
@@ -224,6 +231,10 @@ def build_parser():
     g.add_argument("--device", default=default("device"), help=f"{' | '.join(DEVICES)} (default: %(default)s)")
     g.add_argument("--timeout-s", type=float, default=default("timeout_s"), help="process group timeout in seconds (default: %(default)s)")
     g.add_argument("--s3-endpoint-url", default=default("s3_endpoint_url"), help="S3 endpoint (default: $AWS_ENDPOINT_URL, else AWS)")
+    g.add_argument("--storage-attempts", type=int, default=default("storage_attempts"),
+                   help="tries per S3 call while the endpoint is unavailable (default: %(default)s)")
+    g.add_argument("--storage-backoff-s", type=float, default=default("storage_backoff_s"),
+                   help="first wait between S3 tries; doubles each time, capped at 8 s (default: %(default)s)")
     g.add_argument("--verbose-ranks", action="store_true", help="let every rank log, not only rank 0")
     return p
 

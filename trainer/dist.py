@@ -8,7 +8,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from trainer import RANK_PREFIX
+from trainer.metrics import rank_line
 
 
 @dataclass
@@ -22,14 +22,14 @@ class DistContext:
     distributed: bool = False
     backend: str = "none"
     device: torch.device = torch.device("cpu")
+    restart_count: int = 0
 
     @property
     def is_rank0(self):
         return self.rank == 0
 
     def rank_line(self):
-        return (f"{RANK_PREFIX} rank={self.rank} local_rank={self.local_rank} world_size={self.world_size} "
-                f"group_rank={self.group_rank} host={socket.gethostname()}")
+        return rank_line(self.rank, self.local_rank, self.world_size, self.group_rank, socket.gethostname())
 
 
 def _env_int(env, name, default):
@@ -46,6 +46,16 @@ def env_ranks(environ=None):
     launched = "WORLD_SIZE" in env and "RANK" in env
     return (_env_int(env, "RANK", 0), _env_int(env, "LOCAL_RANK", 0), _env_int(env, "WORLD_SIZE", 1),
             _env_int(env, "GROUP_RANK", 0), launched)
+
+
+def restart_count(environ=None):
+    """How often torchrun restarted this node's worker group (TORCHELASTIC_RESTART_COUNT; 0 without torchrun).
+
+    A restart of the pod or its container starts a new torchrun at 0: the process cannot see it
+    (the downward API has no restart count). pytorchjob_info reports those per replica.
+    """
+    env = os.environ if environ is None else environ
+    return max(0, _env_int(env, "TORCHELASTIC_RESTART_COUNT", 0))
 
 
 def choose_backend(requested, device_choice, cuda_available):
@@ -70,7 +80,8 @@ def init(cfg):
     else:
         device = torch.device("cpu")
     ctx = DistContext(rank=rank, local_rank=local_rank, world_size=world_size, group_rank=group_rank,
-                      distributed=launched, backend=backend if launched else "none", device=device)
+                      distributed=launched, backend=backend if launched else "none", device=device,
+                      restart_count=restart_count())
     if launched:
         dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world_size,
                                 timeout=timedelta(seconds=cfg.timeout_s))

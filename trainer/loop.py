@@ -4,6 +4,11 @@ Order of a run: start the process group, load the data (s3:// is downloaded once
 rank 0), build the model and optimizer, restore the latest snapshot, wrap in DDP, train, snapshot on
 global rank 0, write the final model, metrics and plot, print the result line. The process group is
 destroyed on every exit path (``launch``).
+
+A snapshot or metrics write that fails (after the storage's retries) does not stop training: rank 0
+prints a ``trainfleet-warning:`` line and the next epoch snapshots again, whatever
+``--snapshot-every`` says. The final outputs must be written: their failure ends the run (the
+restart resumes from the last snapshot and writes them again).
 """
 
 import math
@@ -16,13 +21,14 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DistributedSampler, TensorDataset
 
-from trainer import RESUME_PREFIX, STOPPED_PREFIX, dist, emit
+from trainer import dist, emit
 from trainer.config import ConfigError
 from trainer.data import DataError, download_s3_dataset, iterate_batches, load_split, s3_cache_path
-from trainer.metrics import METRICS_NAME, MODEL_NAME, PLOT_NAME, epoch_line, metrics_jsonl, plot_png, result_line
+from trainer.metrics import (METRICS_NAME, MODEL_NAME, PLOT_NAME, epoch_line, info_line, metrics_jsonl, plot_png, result_line,
+                             resume_line, snapshot_failed_line, snapshot_line, stopped_line, storage_retry_line, warning_line)
 from trainer.model import build_model, model_spec
-from trainer.snapshot import find_latest, load_snapshot, make_snapshot, save_snapshot, to_bytes
-from trainer.storage import is_s3_uri, open_storage
+from trainer.snapshot import load_latest, load_snapshot, make_snapshot, save_snapshot, to_bytes
+from trainer.storage import RetryPolicy, StorageError, is_s3_uri, open_storage
 
 
 class Logger:  # pylint: disable=too-few-public-methods
@@ -59,7 +65,7 @@ def fetch_data(cfg, ctx, log):
     if ctx.local_rank == 0:
         try:
             local, count = download_s3_dataset(cfg.dataset, cfg.data_cache_dir, cfg.s3_endpoint_url)
-            log(f"trainfleet-info: dataset {cfg.dataset} cached in {local} ({count} files downloaded)")
+            log(info_line(f"dataset {cfg.dataset} cached in {local} ({count} files downloaded)"))
         except Exception as exc:  # pylint: disable=broad-except
             error = exc
     if not dist.all_ok(ctx, error is None):
@@ -83,20 +89,36 @@ def evaluate(module, split, ctx, batch_size, loss_fn):
     return total_loss / count, correct / count
 
 
+def open_store(cfg, uri, log):
+    """Storage for ``uri`` whose S3 retries follow --storage-attempts/--storage-backoff-s and are logged."""
+    retry = RetryPolicy(attempts=cfg.storage_attempts, base_s=cfg.storage_backoff_s)
+
+    def on_retry(op, where, attempt, delay, exc):
+        log(storage_retry_line(op, where, attempt, retry.attempts, delay, exc))
+
+    return open_storage(uri, cfg.s3_endpoint_url, retry=retry, on_retry=on_retry)
+
+
 def restore(cfg, ctx, model, optimizer, log):
-    """Load the latest snapshot (named by rank 0) into model and optimizer; returns (start_epoch, history)."""
+    """Load the newest snapshot (chosen by rank 0) into model and optimizer; returns (start_epoch, history)."""
     if not cfg.snapshot_dir:
         return 1, []
-    store = open_storage(cfg.snapshot_dir, cfg.s3_endpoint_url)
-    name = dist.broadcast_object(ctx, find_latest(store) if ctx.is_rank0 else None)
+    store = open_store(cfg, cfg.snapshot_dir, log)
+    snapshot = None
+    if ctx.is_rank0:
+        name, snapshot = load_latest(store, warn=lambda text: log(warning_line(text)))
+    else:
+        name = None
+    name = dist.broadcast_object(ctx, name)
     if not name:
-        log(f"trainfleet-info: no snapshot in {store.uri}, starting at epoch 1")
+        log(info_line(f"no snapshot in {store.uri}, starting at epoch 1"))
         return 1, []
-    snapshot = load_snapshot(store, name)
+    if snapshot is None:
+        snapshot = load_snapshot(store, name)
     model.load_state_dict(snapshot["model"])
     optimizer.load_state_dict(snapshot["optimizer"])
     history = [m for m in snapshot["metrics"] if m["epoch"] <= snapshot["epoch"]]
-    log(f"{RESUME_PREFIX} epoch={snapshot['epoch']} next_epoch={snapshot['epoch'] + 1} snapshot={store.join(name)}")
+    log(resume_line(snapshot["epoch"], store.join(name), ctx.restart_count))
     return snapshot["epoch"] + 1, history
 
 
@@ -119,9 +141,13 @@ def train_epoch(ddp, optimizer, loss_fn, split, sampler, epoch, cfg, ctx):
     return loss_sum / samples, int(samples), time.monotonic() - start
 
 
-def write_outputs(cfg, ctx, model, spec, history, started, resumed_from):
-    """Rank 0: model.pt, metrics.jsonl, plot.png to --output-dir; returns the result dict."""
-    out = open_storage(cfg.output_dir, cfg.s3_endpoint_url)
+def write_outputs(cfg, ctx, model, spec, history, started, resumed_from, out):
+    """Rank 0: model.pt, metrics.jsonl, plot.png to --output-dir (storage ``out``); returns the result dict.
+
+    resumed_from_epoch: the epoch of the snapshot this process resumed from (0: started fresh).
+    restarts: torchrun's restarts of this node's worker group (TORCHELASTIC_RESTART_COUNT); a pod or
+    container restart starts a new count (pytorchjob_info reports those per replica).
+    """
     last = history[-1]
     model_uri = out.write_bytes(MODEL_NAME, to_bytes({
         "format": 1, "model_spec": spec, "state_dict": model.state_dict(), "epoch": last["epoch"],
@@ -141,6 +167,7 @@ def write_outputs(cfg, ctx, model, spec, history, started, resumed_from):
         "world_size": ctx.world_size,
         "duration_s": round(time.monotonic() - started, 3),
         "resumed_from_epoch": resumed_from,
+        "restarts": ctx.restart_count,
         "dataset": cfg.dataset,
         "samples_per_s": (sum(r["samples_per_s"] for r in this_run) / len(this_run)) if this_run else None,
     }
@@ -151,8 +178,8 @@ def run(cfg, ctx):
     started = time.monotonic()
     log = Logger(ctx, cfg.verbose_ranks)
     split = load_split(cfg, fetch_data(cfg, ctx, log))
-    log(f"trainfleet-info: dataset={cfg.dataset} train={len(split.y_train)} test={len(split.y_test)} "
-        f"features={split.num_features} classes={split.num_classes} backend={ctx.backend} device={ctx.device}")
+    log(info_line(f"dataset={cfg.dataset} train={len(split.y_train)} test={len(split.y_test)} "
+                  f"features={split.num_features} classes={split.num_classes} backend={ctx.backend} device={ctx.device}"))
     if cfg.model == "cnn" and split.image_side is None:
         raise ConfigError("--model", f"cnn needs square images, {cfg.dataset} has {split.num_features} features")
 
@@ -168,8 +195,9 @@ def run(cfg, ctx):
     sampler = DistributedSampler(TensorDataset(split.x_train, split.y_train), num_replicas=ctx.world_size, rank=ctx.rank,
                                  shuffle=True, seed=cfg.seed, drop_last=False)
     loss_fn = nn.CrossEntropyLoss()
-    snapshots = open_storage(cfg.snapshot_dir, cfg.s3_endpoint_url) if cfg.snapshot_dir and ctx.is_rank0 else None
-    outputs = open_storage(cfg.output_dir, cfg.s3_endpoint_url) if ctx.is_rank0 else None
+    snapshots = open_store(cfg, cfg.snapshot_dir, log) if cfg.snapshot_dir and ctx.is_rank0 else None
+    outputs = open_store(cfg, cfg.output_dir, log) if ctx.is_rank0 else None
+    snapshot_owed = False  # the last snapshot failed: the next epoch snapshots whatever --snapshot-every says
 
     for epoch in range(start_epoch, cfg.epochs + 1):
         loss, samples, seconds = train_epoch(ddp, optimizer, loss_fn, split, sampler, epoch, cfg, ctx)
@@ -182,18 +210,28 @@ def run(cfg, ctx):
         stopping = cfg.stop_after_epoch == epoch
         if ctx.is_rank0:
             log(epoch_line(history[-1]))
-            outputs.write_bytes(METRICS_NAME, metrics_jsonl(history))
-            if snapshots and (epoch % cfg.snapshot_every == 0 or epoch == cfg.epochs or stopping):
-                uri = save_snapshot(snapshots, make_snapshot(epoch, model, optimizer, history, spec, ctx.world_size), cfg.keep_snapshots)
-                log(f"trainfleet-info: snapshot epoch={epoch} uri={uri}")
+            try:
+                outputs.write_bytes(METRICS_NAME, metrics_jsonl(history))
+            except (StorageError, OSError) as exc:
+                log(warning_line(f"writing {METRICS_NAME} after epoch {epoch} failed, training goes on: {exc}"))
+            if snapshots and (snapshot_owed or epoch % cfg.snapshot_every == 0 or epoch == cfg.epochs or stopping):
+                try:
+                    uri = save_snapshot(snapshots, make_snapshot(epoch, model, optimizer, history, spec, ctx.world_size),
+                                        cfg.keep_snapshots, warn=lambda text: log(warning_line(text)))
+                except (StorageError, OSError) as exc:
+                    snapshot_owed = True
+                    log(snapshot_failed_line(epoch, exc))
+                else:
+                    snapshot_owed = False
+                    log(snapshot_line(epoch, uri))
         if stopping:
-            log(f"{STOPPED_PREFIX} epoch={epoch} reason=--stop-after-epoch")
+            log(stopped_line(epoch, "--stop-after-epoch"))
             return 0
 
     if not history:
         raise RuntimeError("no epoch was trained and no snapshot holds metrics")
     if ctx.is_rank0:
-        log(result_line(write_outputs(cfg, ctx, model, spec, history, started, resumed_from)))
+        log(result_line(write_outputs(cfg, ctx, model, spec, history, started, resumed_from, outputs)))
     return 0
 
 

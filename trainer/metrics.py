@@ -1,13 +1,28 @@
-"""Per-epoch metrics: the log-line contract, metrics.jsonl and the PNG plot."""
+"""Per-epoch metrics: the log-line contract, metrics.jsonl and the PNG plot.
+
+Every ``trainfleet-...:`` line the trainer prints is formatted here (the prefixes are in
+trainer/__init__.py); plugins/module_utils/pytorchjob.py parses them on the Ansible side.
+"""
 
 import io
 import json
+import re
 
-from trainer import EPOCH_PREFIX, RESULT_PREFIX
+from trainer import EPOCH_PREFIX, ERROR_PREFIX, INFO_PREFIX, RANK_PREFIX, RESULT_PREFIX, RESUME_PREFIX, STOPPED_PREFIX, WARNING_PREFIX
 
 METRICS_NAME = "metrics.jsonl"
 PLOT_NAME = "plot.png"
 MODEL_NAME = "model.pt"
+
+
+def rank_line(rank, local_rank, world_size, group_rank, host):
+    """``trainfleet-rank: rank=<R> local_rank=<L> world_size=<W> group_rank=<G> host=<hostname>`` (every process, once)."""
+    return f"{RANK_PREFIX} rank={rank} local_rank={local_rank} world_size={world_size} group_rank={group_rank} host={host}"
+
+
+def error_line(message):
+    """``trainfleet-trainer: error: <message>`` (stderr, before the exit code 1 or 2)."""
+    return f"{ERROR_PREFIX} {one_line(message)}"
 
 
 def epoch_line(record):
@@ -33,6 +48,61 @@ def parse_result_line(line):
     if not line.startswith(RESULT_PREFIX):
         return None
     return json.loads(line[len(RESULT_PREFIX):])
+
+
+def one_line(text):
+    """``text`` on one line (an exception message may hold newlines; a log line must not)."""
+    return re.sub(r"\s*\n\s*", " ", str(text)).strip()
+
+
+def resume_line(epoch, uri, restarts):
+    """``trainfleet-resume: epoch=<k> next_epoch=<k+1> snapshot=<uri> restarts=<n>``."""
+    return f"{RESUME_PREFIX} epoch={epoch} next_epoch={epoch + 1} snapshot={uri} restarts={restarts}"
+
+
+_RESUME_RE = re.compile(r"^" + re.escape(RESUME_PREFIX) + r" epoch=(?P<epoch>\d+) next_epoch=(?P<next_epoch>\d+) "
+                        r"snapshot=(?P<snapshot>\S+)(?: restarts=(?P<restarts>\d+))?")
+
+
+def parse_resume_line(line):
+    """Inverse of resume_line: {epoch, next_epoch, snapshot, restarts (None on older trainers)} or None."""
+    match = _RESUME_RE.match(line)
+    if not match:
+        return None
+    return {"epoch": int(match.group("epoch")), "next_epoch": int(match.group("next_epoch")),
+            "snapshot": match.group("snapshot"),
+            "restarts": int(match.group("restarts")) if match.group("restarts") is not None else None}
+
+
+def stopped_line(epoch, reason):
+    """``trainfleet-stopped: epoch=<k> reason=<reason>``."""
+    return f"{STOPPED_PREFIX} epoch={epoch} reason={reason}"
+
+
+def info_line(text):
+    """``trainfleet-info: <text>`` (free-form)."""
+    return f"{INFO_PREFIX} {one_line(text)}"
+
+
+def snapshot_line(epoch, uri):
+    """``trainfleet-info: snapshot epoch=<k> uri=<uri>``: the snapshot is whole and ``latest`` names it."""
+    return info_line(f"snapshot epoch={epoch} uri={uri}")
+
+
+def warning_line(text):
+    """``trainfleet-warning: <text>``: something failed, the run goes on."""
+    return f"{WARNING_PREFIX} {one_line(text)}"
+
+
+def snapshot_failed_line(epoch, error):
+    """``trainfleet-warning: snapshot epoch=<k> failed, training goes on (the next epoch tries again): <error>``."""
+    return warning_line(f"snapshot epoch={epoch} failed, training goes on (the next epoch tries again): {error}")
+
+
+def storage_retry_line(op, uri, attempt, attempts, delay_s, error):
+    """``trainfleet-warning: storage <op> <uri> attempt <n>/<max> failed (<Error>: <msg>); retrying in <s>s``."""
+    return warning_line(f"storage {op} {uri} attempt {attempt}/{attempts} failed "
+                        f"({error.__class__.__name__}: {error}); retrying in {delay_s:.1f}s")
 
 
 def metrics_jsonl(records):

@@ -1,13 +1,23 @@
 """Where snapshots, metrics and models go: a local directory or an s3://bucket/prefix.
 
-Both backends offer the same small interface (``uri``, ``write_bytes``, ``read_bytes``, ``list``,
-``delete``). Local writes are atomic (temp file in the same directory, then ``os.replace``); an S3
-PUT is atomic per object by design.
+Both backends offer the same small interface (``uri``, ``write_bytes``, ``read_bytes``, ``size``,
+``list``, ``delete``). Local writes are atomic (temp file in the same directory, then ``os.replace``);
+an S3 PUT is atomic per object by design: a PUT cut off mid-body creates no object.
+
+Every S3 call is retried with bounded exponential backoff (``RetryPolicy``) when the endpoint is
+unavailable: connection refused/reset/closed, connect or read timeouts, HTTP 5xx and throttling
+(429, SlowDown, Throttling...). Other errors (AccessDenied, NoSuchBucket, a bad request) fail at
+once. botocore's own retries are switched off for these calls, so the policy here is the only one
+and its bound holds: after ``attempts`` tries the call raises StorageError.
 """
 
+import base64
+import hashlib
 import os
+import random
 import re
 import tempfile
+import time
 from dataclasses import dataclass
 
 # S3 bucket naming rules (general purpose buckets): 3-63 characters, lowercase letters, digits,
@@ -24,6 +34,61 @@ def _umask():
 
 class StorageError(Exception):
     """A storage URI is malformed or a storage operation failed."""
+
+
+# Error codes and HTTP statuses S3 (or a compatible endpoint) answers when it is overloaded or
+# briefly unavailable; the same request may succeed later.
+TRANSIENT_ERROR_CODES = frozenset((
+    "InternalError", "ServiceUnavailable", "SlowDown", "Throttling", "ThrottlingException",
+    "ThrottledException", "RequestThrottled", "RequestThrottledException", "TooManyRequestsException",
+    "RequestTimeout", "RequestTimeoutException", "BandwidthLimitExceeded", "ProvisionedThroughputExceededException",
+    "EC2ThrottledException", "PriorRequestNotComplete", "IDPCommunicationError",
+))
+BACKOFF_CAP_S = 8.0
+
+
+def is_transient(exc):
+    """True when ``exc`` says the endpoint is unavailable, not that the request is wrong.
+
+    Network failures (connection refused/reset/closed, timeouts: botocore's HTTPClientError family
+    and plain OSError), HTTP 5xx and 429, and the throttling/unavailable error codes.
+    """
+    try:
+        from botocore import exceptions as bce  # pylint: disable=import-outside-toplevel
+    except ImportError:  # pragma: no cover - depends on the image
+        bce = None
+    if bce is not None and isinstance(exc, bce.ClientError):
+        error = exc.response.get("Error") or {}
+        status = (exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+        return error.get("Code") in TRANSIENT_ERROR_CODES or (isinstance(status, int) and (status >= 500 or status == 429))
+    if bce is not None and isinstance(exc, (bce.HTTPClientError, bce.ConnectionError)):
+        return True
+    if exc.__class__.__name__ in ("ResponseStreamingError", "ProtocolError", "IncompleteReadError", "IncompleteRead"):
+        return True  # a body cut off while reading (urllib3/botocore, depending on the version)
+    return isinstance(exc, (ConnectionError, TimeoutError, OSError))
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """At most ``attempts`` tries; before try n+1 wait ``base_s * 2**(n-1)`` (capped at BACKOFF_CAP_S,
+    or at base_s when that is larger), scaled by a jitter in [0.5, 1]. The worst total wait is bounded:
+    see ``max_total_s``."""
+
+    attempts: int = 8
+    base_s: float = 0.5
+
+    def delay(self, failed_attempts, rng=None):
+        cap = max(BACKOFF_CAP_S, self.base_s)
+        raw = min(cap, self.base_s * (2 ** (failed_attempts - 1)))
+        return raw * (0.5 + 0.5 * (rng or _JITTER).random())
+
+    def max_total_s(self):
+        cap = max(BACKOFF_CAP_S, self.base_s)
+        return sum(min(cap, self.base_s * (2 ** i)) for i in range(self.attempts - 1))
+
+
+# Jitter from a private generator: the global ``random`` stream belongs to training (seeded).
+_JITTER = random.Random()
 
 
 @dataclass(frozen=True)
@@ -72,14 +137,22 @@ def s3_endpoint_url(explicit=None):
     return explicit or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
-def s3_client(endpoint_url=None):
-    """A boto3 S3 client honouring the custom endpoint; credentials come from the standard AWS chain."""
+def s3_client(endpoint_url=None, own_retries=False):
+    """A boto3 S3 client honouring the custom endpoint; credentials come from the standard AWS chain.
+
+    own_retries: the caller retries (S3Storage): botocore makes one attempt per call and gives up on
+    a connection after 10 s, so a dead endpoint costs a bounded time per attempt.
+    """
     try:
         import boto3  # pylint: disable=import-outside-toplevel
+        from botocore.config import Config  # pylint: disable=import-outside-toplevel
     except ImportError as exc:  # pragma: no cover - depends on the image
         raise StorageError("s3:// URIs need boto3, which is not installed") from exc
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
-    return boto3.client("s3", endpoint_url=s3_endpoint_url(endpoint_url), region_name=region)
+    config = None
+    if own_retries:
+        config = Config(connect_timeout=10, read_timeout=120, retries={"total_max_attempts": 1, "mode": "standard"})
+    return boto3.client("s3", endpoint_url=s3_endpoint_url(endpoint_url), region_name=region, config=config)
 
 
 class LocalStorage:
@@ -122,6 +195,13 @@ class LocalStorage:
         except FileNotFoundError:
             return None
 
+    def size(self, name):
+        """Size in bytes of ``name``, or None when it does not exist."""
+        try:
+            return os.path.getsize(self.join(name))
+        except FileNotFoundError:
+            return None
+
     def list(self, prefix=""):
         """Names (relative) of files directly in the directory starting with ``prefix``; temp files excluded."""
         try:
@@ -138,11 +218,16 @@ class LocalStorage:
 
 
 class S3Storage:
-    """An S3 prefix. Objects are written whole with PutObject, so readers never see half an object."""
+    """An S3 prefix. Objects are written whole with PutObject (with Content-MD5, so a body damaged on
+    the way is refused), so readers never see half an object. Every call goes through ``_call``:
+    retried per ``retry``; ``on_retry(op, name, attempt, delay_s, exc)`` hears of each retry."""
 
-    def __init__(self, uri, endpoint_url=None, client=None):
+    def __init__(self, uri, endpoint_url=None, client=None, retry=None, on_retry=None, sleep=time.sleep):
         self.location = parse_s3_uri(uri) if isinstance(uri, str) else uri
-        self.client = client or s3_client(endpoint_url)
+        self.client = client or s3_client(endpoint_url, own_retries=True)
+        self.retry = retry or RetryPolicy()
+        self.on_retry = on_retry
+        self.sleep = sleep
 
     @property
     def uri(self):
@@ -151,37 +236,72 @@ class S3Storage:
     def join(self, name):
         return f"s3://{self.location.bucket}/{self.location.key(name)}"
 
+    def _call(self, op, name, func):
+        attempt = 1
+        while True:
+            try:
+                return func()
+            except Exception as exc:  # pylint: disable=broad-except
+                if not is_transient(exc):
+                    raise
+                if attempt >= self.retry.attempts:
+                    raise StorageError(f"S3 {op} of {self.join(name)} failed after {attempt} attempt(s): {exc}") from exc
+                delay = self.retry.delay(attempt)
+                if self.on_retry:
+                    self.on_retry(op, self.join(name), attempt, delay, exc)
+                self.sleep(delay)
+                attempt += 1
+
     def write_bytes(self, name, data):
-        self.client.put_object(Bucket=self.location.bucket, Key=self.location.key(name), Body=data)
+        md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode("ascii")
+        self._call("put", name, lambda: self.client.put_object(
+            Bucket=self.location.bucket, Key=self.location.key(name), Body=data, ContentMD5=md5))
         return self.join(name)
 
     def read_bytes(self, name):
-        try:
-            response = self.client.get_object(Bucket=self.location.bucket, Key=self.location.key(name))
-        except self.client.exceptions.NoSuchKey:
-            return None
-        return response["Body"].read()
+        def get():
+            try:
+                response = self.client.get_object(Bucket=self.location.bucket, Key=self.location.key(name))
+            except self.client.exceptions.NoSuchKey:
+                return None
+            return response["Body"].read()
+        return self._call("get", name, get)
+
+    def size(self, name):
+        """ContentLength of ``name``, or None when it does not exist."""
+        def head():
+            try:
+                return int(self.client.head_object(Bucket=self.location.bucket, Key=self.location.key(name))["ContentLength"])
+            except Exception as exc:  # pylint: disable=broad-except
+                status = (getattr(exc, "response", None) or {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
+                if status == 404:
+                    return None
+                raise
+        return self._call("head", name, head)
 
     def list(self, prefix=""):
         """Names (relative to the prefix, one level) starting with ``prefix``."""
         base = self.location.key("")
-        names = []
-        paginator = self.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.location.bucket, Prefix=base + prefix):
-            for obj in page.get("Contents", []):
-                rel = obj["Key"][len(base):]
-                if rel and "/" not in rel:
-                    names.append(rel)
-        return sorted(names)
+
+        def listing():
+            names = []
+            paginator = self.client.get_paginator("list_objects_v2")
+            for page in paginator.paginate(Bucket=self.location.bucket, Prefix=base + prefix):
+                for obj in page.get("Contents", []):
+                    rel = obj["Key"][len(base):]
+                    if rel and "/" not in rel:
+                        names.append(rel)
+            return sorted(names)
+        return self._call("list", prefix + "*", listing)
 
     def delete(self, name):
-        self.client.delete_object(Bucket=self.location.bucket, Key=self.location.key(name))
+        self._call("delete", name, lambda: self.client.delete_object(Bucket=self.location.bucket, Key=self.location.key(name)))
 
 
-def open_storage(uri, endpoint_url=None):
-    """LocalStorage for a path, S3Storage for an s3:// URI."""
+def open_storage(uri, endpoint_url=None, retry=None, on_retry=None):
+    """LocalStorage for a path, S3Storage (retrying per ``retry``) for an s3:// URI."""
     if is_s3_uri(uri):
-        return S3Storage(uri, endpoint_url=endpoint_url)
+        return S3Storage(uri, endpoint_url=endpoint_url, retry=retry, on_retry=on_retry)
     return LocalStorage(uri)
 
 

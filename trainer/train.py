@@ -9,6 +9,7 @@ import sys
 
 from trainer import emit
 from trainer.config import ConfigError, parse_config
+from trainer.metrics import error_line
 from trainer.storage import StorageError
 
 EXIT_BAD_ARGUMENT = 2
@@ -16,7 +17,7 @@ EXIT_DATA_ERROR = 1
 
 
 def _fail(message, code=EXIT_BAD_ARGUMENT):
-    emit(f"trainfleet-trainer: error: {message}", sys.stderr)
+    emit(error_line(message), sys.stderr)
     return code
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import datetime
 import json
 import re
+import signal
 
 GROUP = "kubeflow.org"
 VERSION = "v1"
@@ -76,6 +77,12 @@ TRAINER_RANK_RE = re.compile(
     r"world_size=(?P<world_size>\d+)\s+group_rank=(?P<group_rank>\d+)"
     r"(?:\s+host=(?P<host>(?:(?!trainfleet-)\S)+))?")
 TRAINER_RESULT_RE = re.compile(r"trainfleet-result:\s*(?P<json>\{.*\})\s*$")
+# trainer/metrics.py resume_line: "trainfleet-resume: epoch=<k> next_epoch=<k+1> snapshot=<uri> restarts=<n>"
+# (restarts= since the trainer counts them).
+TRAINER_RESUME_RE = re.compile(
+    r"trainfleet-resume:\s+epoch=(?P<epoch>\d+)\s+next_epoch=\d+\s+snapshot=\S+(?:\s+restarts=(?P<restarts>\d+))?")
+# Fields parse_trainer_result always returns (null when the trainer did not say).
+TRAINER_RESULT_INT_FIELDS = ("resumed_from_epoch", "restarts")
 # torch.distributed.elastic agent (LOGLEVEL=INFO): "[default] Rendezvous complete for workers.
 # Result:" followed by indented "key=value" lines (restart_count, master_addr, group_rank,
 # group_world_size, local_ranks, role_ranks, global_ranks, ...).
@@ -512,6 +519,193 @@ def failing_pod(summaries):
     return None, None
 
 
+def exit_signal(exit_code, signal_number=None):
+    """(number, name) of the signal that ended a container, else (None, None).
+
+    terminated.signal when the runtime reports it, else the shell convention the container
+    runtimes follow: exit code 128+N means killed by signal N (137 SIGKILL, 143 SIGTERM).
+    """
+    number = _to_int(signal_number)
+    if number is None:
+        code = _to_int(exit_code)
+        if code is not None and 128 < code < 128 + 65:
+            number = code - 128
+    if number is None or number <= 0:
+        return None, None
+    try:
+        return number, signal.Signals(number).name
+    except ValueError:
+        return number, None
+
+
+def _restart_entry(pod, cstatus, init, terminated, current):
+    identity = _pod_identity(pod)
+    number, name = exit_signal(terminated.get("exitCode"), terminated.get("signal"))
+    entry = {
+        "pod": identity["name"],
+        "replica_type": identity["replica_type"],
+        "replica_index": identity["replica_index"],
+        "node": identity["node"],
+        "container": cstatus.get("name") if cstatus else None,
+        "init": init,
+        "restarts": _to_int((cstatus or {}).get("restartCount"), 0),
+        "run": "current" if current else "previous",
+        "reason": terminated.get("reason") or ("Error" if _to_int(terminated.get("exitCode")) not in (None, 0) else None),
+        "exit_code": _to_int(terminated.get("exitCode")),
+        "signal": number,
+        "signal_name": name,
+        "message": terminated.get("message"),
+        "started_at": terminated.get("startedAt"),
+        "finished_at": terminated.get("finishedAt"),
+        "observed_at": None,
+    }
+    return entry
+
+
+def pod_restart_reasons(pod):
+    """Why a pod's containers restarted or died, from its raw status.
+
+    One entry per container whose previous run ended (lastState.terminated: the kubelet keeps only
+    the last one, `restarts` says how many there were), one per container that is terminated now
+    with a non-zero exit code, and one for a pod that failed as a whole (Evicted, NodeLost, ...)
+    with no such container. Each: pod, replica_type, replica_index, node, container, init,
+    restarts, run (previous or current), reason, exit_code, signal, signal_name, message,
+    started_at, finished_at.
+    """
+    status = pod.get("status") or {}
+    entries = []
+    for statuses, init in ((status.get("containerStatuses"), False), (status.get("initContainerStatuses"), True)):
+        for cstatus in statuses or []:
+            last = (cstatus.get("lastState") or {}).get("terminated")
+            if last:
+                entries.append(_restart_entry(pod, cstatus, init, last, current=False))
+            now = (cstatus.get("state") or {}).get("terminated")
+            if _failed_run(now):
+                entries.append(_restart_entry(pod, cstatus, init, now, current=True))
+    if not entries and status.get("phase") == "Failed" and status.get("reason"):
+        entry = _restart_entry(pod, None, False, {"reason": status.get("reason"), "message": status.get("message")},
+                               current=True)
+        entries.append(entry)
+    return entries
+
+
+def _sort_restart_reasons(entries):
+    far = datetime.datetime.max.replace(tzinfo=datetime.timezone.utc)
+    entries.sort(key=lambda e: (parse_time(e["finished_at"]) or far, e["pod"] or "", e["container"] or ""))
+    return entries
+
+
+def restart_reason_key(entry):
+    """What makes two restart_reasons entries the same ended run (a failed current run becomes
+    the previous run after the restart)."""
+    return (entry.get("pod"), entry.get("container"), entry.get("finished_at"), entry.get("reason"))
+
+
+def restart_reasons(pods):
+    """pod_restart_reasons of every pod (raw dicts), oldest end first (unknown times last)."""
+    entries = []
+    for pod in pods or []:
+        entries.extend(pod_restart_reasons(pod))
+    return _sort_restart_reasons(entries)
+
+
+def merge_restart_reasons(live, recorded):
+    """live restart_reasons plus the runs recorded while waiting that the live pods no longer show
+    (the pod was deleted, evicted or replaced since; its entry keeps observed_at), oldest end first."""
+    seen = set(restart_reason_key(e) for e in live or [])
+    merged = list(live or [])
+    for entry in recorded or []:
+        key = restart_reason_key(entry)
+        if key not in seen:
+            seen.add(key)
+            merged.append(dict(entry))
+    return _sort_restart_reasons(merged)
+
+
+def restarts_by_replica(job, summaries):
+    """Per replica type as the spec writes it (Master, Worker): restarts (container restarts summed
+    over its pods), failed (status.replicaStatuses) and pods ({pod name: restarts})."""
+    statuses = replica_statuses(job)
+    by_lower = dict((rtype.lower(), rtype) for rtype in statuses)
+    result = dict((rtype, {"restarts": 0, "failed": status["failed"], "pods": {}}) for rtype, status in statuses.items())
+    for summary in summaries:
+        lower = (summary.get("replica_type") or "").lower()
+        rtype = by_lower.get(lower) or (lower.capitalize() if lower else "Unknown")
+        entry = result.setdefault(rtype, {"restarts": 0, "failed": 0, "pods": {}})
+        entry["restarts"] += summary["restarts"]
+        entry["pods"][summary["name"]] = summary["restarts"]
+    return result
+
+
+# Codes of lost_pod_risks, the reasons a job cannot survive the loss of one pod (or its node).
+RISK_STATIC_RENDEZVOUS = "static-rendezvous"
+RISK_RESTART_NEVER = "restart-policy-never"
+RISK_BACKOFF_LIMIT = "backoff-limit"
+RISK_ELASTIC_NO_RESTARTS = "elastic-max-restarts"
+RISK_ELASTIC_NO_SLACK = "elastic-min-equals-replicas"
+RISK_NO_SNAPSHOTS = "no-snapshots"
+
+
+def _trainer_args(spec):
+    containers = _get(spec, "template", "spec", "containers", default=[]) or []
+    main = ([c for c in containers if c.get("name") == DEFAULT_CONTAINER] or containers or [{}])[0]
+    return [str(a) for a in (main.get("command") or []) + (main.get("args") or [])]
+
+
+def lost_pod_risks(manifest):
+    """Why a PyTorchJob manifest cannot survive the loss of one pod (a deleted pod, a lost node).
+
+    Returns a list of {code, message}; empty when one lost pod is survivable: an elasticPolicy
+    (c10d rendezvous: the survivors re-rendezvous with the replacement pod) that may restart,
+    a restart policy that restarts, a backoffLimit above the restarts a lost pod costs, and
+    snapshots to resume from (otherwise a restart trains from epoch 1 again).
+    """
+    spec = manifest.get("spec") or {}
+    replicas = spec.get("pytorchReplicaSpecs") or {}
+    run_policy = spec.get("runPolicy") or {}
+    elastic = spec.get("elasticPolicy")
+    pods = sum(_to_int((r or {}).get("replicas"), 1) for r in replicas.values())
+    risks = []
+    if elastic is None and "Master" in replicas and pods > 1:
+        risks.append({"code": RISK_STATIC_RENDEZVOUS, "message": (
+            "static rendezvous (Master + %d Worker(s), no elasticPolicy): when one pod is lost the others fail on "
+            "the broken collective or wait in it until their timeout, and the restarted pods cannot re-rendezvous "
+            "with a replacement reliably; set pytorchjob_elastic: true (c10d rendezvous, Workers only)"
+            % (pods - 1))})
+    never = sorted(rtype for rtype, r in replicas.items() if (r or {}).get("restartPolicy") == "Never")
+    if never:
+        risks.append({"code": RISK_RESTART_NEVER, "message": (
+            "restartPolicy Never (%s): a pod that dies is not restarted and the job fails; use OnFailure or "
+            "ExitCode (pytorchjob_restart_policy)" % ", ".join(never))})
+    backoff = _to_int(run_policy.get("backoffLimit"))
+    if backoff is not None and not never and backoff < pods:
+        risks.append({"code": RISK_BACKOFF_LIMIT, "message": (
+            "backoffLimit %d is below the job's %d pods: losing one pod can cost a restart of each of them, and "
+            "the operator then fails the job and deletes its pods; raise pytorchjob_backoff_limit to %d or more"
+            % (backoff, pods, pods))})
+    if elastic is not None:
+        if _to_int(elastic.get("maxRestarts"), 0) < 1:
+            risks.append({"code": RISK_ELASTIC_NO_RESTARTS, "message": (
+                "elasticPolicy.maxRestarts is %s: torchrun gives up at the first lost peer; set "
+                "pytorchjob_elastic_max_restarts to 1 or more" % elastic.get("maxRestarts", "unset"))})
+        workers = _to_int((replicas.get("Worker") or {}).get("replicas"), 1)
+        if _to_int(elastic.get("minReplicas"), 1) >= workers > 1:
+            risks.append({"code": RISK_ELASTIC_NO_SLACK, "message": (
+                "elasticPolicy.minReplicas %s equals the %d Workers: the survivors of a lost pod wait for its "
+                "replacement (it may never come when a node is lost) instead of going on with fewer; set "
+                "pytorchjob_elastic_min_replicas below pytorchjob_worker_replicas"
+                % (elastic.get("minReplicas"), workers))})
+    args = []
+    for rspec in replicas.values():
+        args.extend(_trainer_args(rspec or {}))
+    uses_trainer = any(a.startswith("trainer.") or "trainer.train" in a for a in args)
+    if uses_trainer and not any(a == "--snapshot-dir" or a.startswith("--snapshot-dir=") for a in args):
+        risks.append({"code": RISK_NO_SNAPSHOTS, "message": (
+            "no --snapshot-dir: a restarted pod trains from epoch 1 again; set pytorchjob_trainer_snapshot_dir "
+            "(an s3:// prefix or a shared volume)")})
+    return risks
+
+
 def job_summary(job, pods=None, now=None):
     """Everything pytorchjob_info returns for one job (pods: raw pod dicts)."""
     meta = job.get("metadata") or {}
@@ -530,6 +724,8 @@ def job_summary(job, pods=None, now=None):
         "conditions": job_conditions(job),
         "replica_statuses": replica_statuses(job),
         "restarts": sum(s["restarts"] for s in summaries),
+        "restarts_by_replica": restarts_by_replica(job, summaries),
+        "restart_reasons": restart_reasons([p for p in (pods or []) if pod_belongs_to_job(p, name)]),
         "pods": summaries,
         "failure": None,
     }
@@ -988,11 +1184,23 @@ def find_rank0(summaries, rank_infos):
 
 
 def parse_trainer_result(lines):
-    """The JSON of the last `trainfleet-result:` line, or None."""
+    """The JSON of the last `trainfleet-result:` line, or None.
+
+    resumed_from_epoch (the epoch of the snapshot the run resumed from, 0 when it started fresh)
+    and restarts (torchrun's restarts of the worker group on rank 0's node) are always present
+    as int or None: trainers that predate them still print a `trainfleet-resume:` line when they
+    resume, and its epoch (and restarts=, when printed) fill them in.
+    """
     result = None
+    resume = None
     for line in lines:
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
+        match = TRAINER_RESUME_RE.search(line)
+        if match:
+            resume = {"resumed_from_epoch": int(match.group("epoch")),
+                      "restarts": _to_int(match.group("restarts"))}
+            continue
         match = TRAINER_RESULT_RE.search(line)
         if match:
             try:
@@ -1001,6 +1209,13 @@ def parse_trainer_result(lines):
                 continue
             if isinstance(value, dict):
                 result = value
+    if result is None:
+        return None
+    for key in TRAINER_RESULT_INT_FIELDS:
+        value = _to_int(result.get(key))
+        if value is None and resume is not None:
+            value = resume[key]
+        result[key] = value
     return result
 
 

@@ -18,6 +18,9 @@ description:
     active/succeeded/failed counters, start and completion time, duration, and per pod its
     replica type and index, node, phase, restarts, waiting or terminated reason
     (C(ImagePullBackOff), C(CrashLoopBackOff), C(OOMKilled), C(Error), ...) and exit code.
+  - Restarts per replica type (RV(job.restarts_by_replica)) and the reason of each restart or
+    death (RV(job.restart_reasons)) - which pod and container, on which node, when, with which
+    reason, exit code and signal.
   - The phase is the latest true condition, as the training operator sets them; C(Succeeded)
     and C(Failed) always win, C(Pending) means the operator has not set any condition yet.
   - With O(wait=true) the module watches the job (Kubernetes watch API) until it reaches
@@ -247,6 +250,39 @@ job:
       description: Container restarts summed over the job's pods.
       type: int
       returned: always
+    restarts_by_replica:
+      description:
+        - Per replica type as the spec names it (Master, Worker) the container restarts summed
+          over its pods (C(restarts)), the failed count of status.replicaStatuses (C(failed)) and
+          the restarts of each of its pods (C(pods), pod name to restarts).
+        - A pod that was deleted (by hand, or evicted from a lost node) and created again by the
+          operator starts again at 0 restarts; its end shows in the operator's events, not here.
+      type: dict
+      returned: always
+      sample: {"Master": {"restarts": 2, "failed": 0, "pods": {"mnist-master-0": 2}},
+               "Worker": {"restarts": 0, "failed": 0, "pods": {"mnist-worker-0": 0}}}
+    restart_reasons:
+      description:
+        - Why containers of the job's pods restarted or died, oldest end first. One entry per
+          container whose previous run ended (the kubelet keeps only the last one of each
+          container, and C(restarts) says how many there were; C(run=previous)), one per container
+          terminated now with a non-zero exit code (C(run=current)), and one per pod that failed
+          as a whole (Evicted, ...; C(container) null).
+        - Each has pod, replica_type, replica_index, node, container, init, restarts, run, reason
+          (Error, OOMKilled, Evicted, ...), exit_code, signal and signal_name (from the
+          runtime's signal, else exit code 128+N; 137 is SIGKILL, 143 SIGTERM), message,
+          started_at, finished_at and observed_at.
+        - With O(wait=true) the runs seen by the pod watch while waiting are kept too, so a pod
+          that was deleted, evicted or replaced since still has its entry; C(observed_at) says when
+          it was seen (null for entries read from the pods as they are now).
+      type: list
+      elements: dict
+      returned: always
+      sample: [{"pod": "mnist-master-0", "replica_type": "master", "replica_index": 0,
+                "node": "trainfleet-worker2", "container": "pytorch", "init": false, "restarts": 2,
+                "run": "previous", "reason": "Error", "exit_code": 1, "signal": null,
+                "signal_name": null, "message": "Connection reset by peer",
+                "started_at": "2025-01-01T10:02:20Z", "finished_at": "2025-01-01T10:03:35Z"}]
     pods:
       description: The job's pods, master first then workers by index.
       type: list
@@ -493,6 +529,8 @@ class FailureRecorder(object):
     """
 
     LOG_ATTEMPTS = 3
+    # Every ended run seen (restart_reasons), at most this many: a crash loop must not grow it forever.
+    MAX_RESTART_RECORDS = 200
 
     def __init__(self, service, namespace, name, log_lines, now=pj.utcnow):
         self.service = service
@@ -503,10 +541,31 @@ class FailureRecorder(object):
         self._lock = threading.Lock()
         self._by_key = {}
         self._order = []
+        self._restarts = []
+        self._restart_keys = set()
+
+    def _record_restarts(self, pod):
+        entries = pj.pod_restart_reasons(pod)
+        if not entries:
+            return
+        observed_at = pj.format_time(self.now())
+        with self._lock:
+            for entry in entries:
+                key = pj.restart_reason_key(entry)
+                if key in self._restart_keys or len(self._restarts) >= self.MAX_RESTART_RECORDS:
+                    continue
+                self._restart_keys.add(key)
+                self._restarts.append(dict(entry, observed_at=observed_at))
+
+    def restart_reasons(self):
+        """Every ended run seen while waiting (copies, in the order seen)."""
+        with self._lock:
+            return [dict(entry) for entry in self._restarts]
 
     def observe(self, pod):
         if not isinstance(pod, dict) or not pj.pod_belongs_to_job(pod, self.name):
             return None
+        self._record_restarts(pod)
         found = pj.container_failure(pod)
         if not found:
             return None
@@ -758,6 +817,7 @@ def _one_job(module, service):
 
     wait_result = None
     snapshots = []
+    recorded_restarts = []
     pod_watch = None
     if params["wait"]:
         waiter = JobWaiter(service, namespace, name, wanted=params["wait_for"],
@@ -776,10 +836,13 @@ def _one_job(module, service):
         finally:
             pod_watch.stop()
         snapshots = recorder.snapshots()
+        recorded_restarts = recorder.restart_reasons()
         job = wait_result.job
         result.update(transitions=wait_result.transitions, waited_seconds=wait_result.elapsed)
 
     summary = pj.job_summary(job, service.list_pods(namespace, name))
+    # runs of pods that were deleted or replaced while waiting are only known from the pod watch
+    summary["restart_reasons"] = pj.merge_restart_reasons(summary["restart_reasons"], recorded_restarts)
     result.update(exists=True, job=summary, jobs=[summary])
 
     if summary["phase"] == pj.PHASE_FAILED:

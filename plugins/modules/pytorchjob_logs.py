@@ -229,8 +229,12 @@ returned_bytes:
   returned: unless O(all_ranks=true)
   type: int
 trainer_result:
-  description: The JSON of the trainer's last C(trainfleet-result:) line in RV(log) (final_accuracy,
-    final_loss, epochs, model_uri, metrics_uri, plot_uri, world_size, duration_s), null when absent.
+  description:
+    - The JSON of the trainer's last C(trainfleet-result:) line in RV(log) (final_accuracy,
+      final_loss, epochs, model_uri, metrics_uri, plot_uri, world_size, duration_s, ...), null when absent.
+    - Always with C(resumed_from_epoch) (the epoch of the snapshot rank 0 resumed from, 0 when it
+      started fresh) and C(restarts) (torchrun's restarts of the worker group on rank 0's node), as
+      int or null when the trainer did not say; older trainers' C(trainfleet-resume:) line fills them in.
   returned: unless O(all_ranks=true)
   type: dict
 path:

@@ -20,9 +20,11 @@ def test_parse_config_reads_every_flag(tmp_path):
     cfg = parse_config(["--dataset", "synthetic", "--synthetic-samples", "100", "--synthetic-features", "16", "--synthetic-classes", "3",
                         "--hidden", "32,16", "--optimizer", "sgd", "--lr", "0.1", "--batch-size", "8", "--epochs", "2", "--seed", "5",
                         "--snapshot-dir", str(tmp_path / "snap"), "--snapshot-every", "2", "--output-dir", "s3://bucket-1/run/out",
-                        "--backend", "gloo", "--no-normalize", "--stop-after-epoch", "1"])
+                        "--backend", "gloo", "--no-normalize", "--stop-after-epoch", "1", "--storage-attempts", "3",
+                        "--storage-backoff-s", "0.25"])
     assert cfg.hidden == [32, 16] and cfg.optimizer == "sgd" and cfg.lr == 0.1 and cfg.seed == 5
     assert cfg.snapshot_every == 2 and cfg.stop_after_epoch == 1 and not cfg.normalize
+    assert cfg.storage_attempts == 3 and cfg.storage_backoff_s == 0.25
     assert cfg.uses_s3
 
 
@@ -48,6 +50,10 @@ def test_parser_defaults_match_dataclass():
     ({"output_dir": "s3://x/out"}, "--output-dir"),
     ({"snapshot_dir": "s3:///snap"}, "--snapshot-dir"),
     ({"snapshot_every": 0}, "--snapshot-every"),
+    ({"storage_attempts": 0}, "--storage-attempts"),
+    ({"storage_attempts": 21}, "--storage-attempts"),
+    ({"storage_backoff_s": 0}, "--storage-backoff-s"),
+    ({"storage_backoff_s": math.inf}, "--storage-backoff-s"),
     ({"test_fraction": 1.0}, "--test-fraction"),
     ({"test_fraction": 0}, "--test-fraction"),
     ({"hidden": [64, 0]}, "--hidden"),

@@ -154,3 +154,73 @@ def test_model_file_rebuilds(tmp_path, capsys):
     model.load_state_dict(saved["state_dict"])
     assert model(torch.zeros(2, 64)).shape == (2, 10)
     assert result["model_uri"] == str(tmp_path / "model.pt") and result["plot_uri"] == str(tmp_path / "plot.png")
+
+
+def test_resume_takes_the_newest_snapshot_even_when_latest_lags(tmp_path):
+    """A process that died between writing snapshot 3 and moving ``latest`` must not train epoch 3 again."""
+    store = LocalStorage(str(tmp_path))
+    spec, model, optimizer = _model_and_optimizer()
+    save_snapshot(store, make_snapshot(2, model, optimizer, [], spec, 1), keep=5)
+    store.write_bytes(snapshot_name(3), snapshot.to_bytes(make_snapshot(3, model, optimizer, [], spec, 1)))  # pointer not moved
+    assert store.read_bytes(LATEST) == snapshot_name(2).encode()
+    assert find_latest(store) == snapshot_name(3)
+    name, snap = snapshot.load_latest(store)
+    assert name == snapshot_name(3) and snap["epoch"] == 3
+
+
+def test_a_damaged_snapshot_is_reported_and_the_previous_one_used(tmp_path):
+    store = LocalStorage(str(tmp_path))
+    spec, model, optimizer = _model_and_optimizer()
+    save_snapshot(store, make_snapshot(1, model, optimizer, [], spec, 1), keep=5)
+    good = snapshot.to_bytes(make_snapshot(2, model, optimizer, [], spec, 1))
+    store.write_bytes(snapshot_name(2), good[: len(good) // 2])  # damaged by hand: half a file
+    warnings = []
+    name, snap = snapshot.load_latest(store, warn=warnings.append)
+    assert name == snapshot_name(1) and snap["epoch"] == 1
+    assert len(warnings) == 1 and snapshot_name(2) in warnings[0] and "trying an older one" in warnings[0]
+    assert snapshot.load_latest(LocalStorage(str(tmp_path / "empty"))) == (None, None)
+
+
+def test_latest_never_moves_to_a_snapshot_that_is_not_whole(tmp_path, monkeypatch):
+    store = LocalStorage(str(tmp_path))
+    spec, model, optimizer = _model_and_optimizer()
+    save_snapshot(store, make_snapshot(1, model, optimizer, [], spec, 1))
+    monkeypatch.setattr(store, "size", lambda name: 10)  # the stored object is shorter than what was sent
+    with pytest.raises(snapshot.StorageError, match="latest not moved"):
+        save_snapshot(store, make_snapshot(2, model, optimizer, [], spec, 1))
+    assert store.read_bytes(LATEST) == snapshot_name(1).encode()
+
+
+def test_a_failed_prune_only_warns(tmp_path, monkeypatch):
+    store = LocalStorage(str(tmp_path))
+    spec, model, optimizer = _model_and_optimizer()
+    for epoch in (1, 2):
+        save_snapshot(store, make_snapshot(epoch, model, optimizer, [], spec, 1), keep=1)
+
+    def refuse(name):
+        raise OSError("read-only")
+
+    monkeypatch.setattr(store, "delete", refuse)
+    warnings = []
+    save_snapshot(store, make_snapshot(3, model, optimizer, [], spec, 1), keep=1, warn=warnings.append)
+    assert store.read_bytes(LATEST) == snapshot_name(3).encode()
+    assert len(warnings) == 1 and "pruning old snapshots" in warnings[0] and "read-only" in warnings[0]
+
+
+def test_line_formats_round_trip():
+    line = metrics.resume_line(4, "s3://b/snap/snapshot-epoch-00004.pt", 2)
+    assert line == "trainfleet-resume: epoch=4 next_epoch=5 snapshot=s3://b/snap/snapshot-epoch-00004.pt restarts=2"
+    assert metrics.parse_resume_line(line) == {"epoch": 4, "next_epoch": 5, "snapshot": "s3://b/snap/snapshot-epoch-00004.pt", "restarts": 2}
+    assert metrics.parse_resume_line("trainfleet-resume: epoch=2 next_epoch=3 snapshot=/s/x.pt")["restarts"] is None
+    assert metrics.stopped_line(2, "--stop-after-epoch") == "trainfleet-stopped: epoch=2 reason=--stop-after-epoch"
+    assert metrics.snapshot_line(3, "/s/x") == "trainfleet-info: snapshot epoch=3 uri=/s/x"
+    failed = metrics.snapshot_failed_line(3, OSError("line one\n  line two"))
+    assert failed == "trainfleet-warning: snapshot epoch=3 failed, training goes on (the next epoch tries again): line one line two"
+    retry = metrics.storage_retry_line("put", "s3://b/k", 1, 8, 0.25, ConnectionResetError("reset"))
+    assert retry == "trainfleet-warning: storage put s3://b/k attempt 1/8 failed (ConnectionResetError: reset); retrying in 0.2s"
+
+
+def test_rank_and_error_lines():
+    assert metrics.rank_line(1, 0, 4, 1, "pod-a") == "trainfleet-rank: rank=1 local_rank=0 world_size=4 group_rank=1 host=pod-a"
+    assert metrics.error_line("argument --epochs: expected a positive integer, got 0") == \
+        "trainfleet-trainer: error: argument --epochs: expected a positive integer, got 0"

@@ -96,3 +96,91 @@ def test_launch_std_fix_matches_documented_behaviour():
         launch._from_str("7")  # pylint: disable=protected-access
     if int(__import__("torch").__version__.split(".")[0]) >= 2:
         assert not launch.needs_std_fix()
+
+
+# --- S3 retries (the classification and the loop; the real outage is in test_faults.py) ---------------
+
+def _client_error(code, status):
+    from botocore.exceptions import ClientError  # pylint: disable=import-outside-toplevel
+
+    return ClientError({"Error": {"Code": code, "Message": "x"}, "ResponseMetadata": {"HTTPStatusCode": status}}, "PutObject")
+
+
+def test_transient_errors_are_network_5xx_and_throttling():
+    from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError  # pylint: disable=import-outside-toplevel
+
+    assert storage.is_transient(EndpointConnectionError(endpoint_url="http://127.0.0.1:1"))
+    assert storage.is_transient(ConnectTimeoutError(endpoint_url="http://x"))
+    assert storage.is_transient(ReadTimeoutError(endpoint_url="http://x"))
+    assert storage.is_transient(ConnectionResetError(104, "Connection reset by peer"))
+    assert storage.is_transient(_client_error("InternalError", 500))
+    assert storage.is_transient(_client_error("ServiceUnavailable", 503))
+    assert storage.is_transient(_client_error("SlowDown", 503))
+    assert storage.is_transient(_client_error("Throttling", 400))
+    assert storage.is_transient(_client_error("Whatever", 429))
+    assert not storage.is_transient(_client_error("AccessDenied", 403))
+    assert not storage.is_transient(_client_error("NoSuchBucket", 404))
+    assert not storage.is_transient(_client_error("InvalidDigest", 400))
+    assert not storage.is_transient(ValueError("bad"))
+
+
+def test_backoff_doubles_is_capped_and_bounded():
+    policy = storage.RetryPolicy(attempts=8, base_s=0.5)
+
+    class Top:  # the largest jitter: the raw delay itself
+        @staticmethod
+        def random():
+            return 1.0
+
+    assert [policy.delay(n, Top) for n in range(1, 8)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+    assert policy.max_total_s() == 31.5
+    assert 0.25 <= policy.delay(1) <= 0.5
+    assert storage.RetryPolicy(attempts=1).max_total_s() == 0
+
+
+class FlakyClient:  # pylint: disable=too-few-public-methods
+    """Stands in for a boto3 client in this unit test: put_object fails ``failures`` times, then works."""
+
+    def __init__(self, failures, error):
+        self.failures, self.error, self.calls = failures, error, []
+
+    def put_object(self, **kwargs):
+        self.calls.append(kwargs)
+        if len(self.calls) <= self.failures:
+            raise self.error
+        return {}
+
+
+def test_s3_write_retries_then_succeeds_and_reports_each_retry():
+    from botocore.exceptions import EndpointConnectionError  # pylint: disable=import-outside-toplevel
+
+    client = FlakyClient(2, EndpointConnectionError(endpoint_url="http://127.0.0.1:1"))
+    heard, slept = [], []
+    store = storage.S3Storage("s3://bucket/p", client=client, retry=storage.RetryPolicy(attempts=3, base_s=0.1),
+                              on_retry=lambda *args: heard.append(args), sleep=slept.append)
+    assert store.write_bytes("x", b"data") == "s3://bucket/p/x"
+    assert len(client.calls) == 3 and client.calls[0]["Key"] == "p/x" and client.calls[0]["ContentMD5"] == "jXd/OF09/siBXSD3SWAm3A=="
+    assert [(op, where, attempt) for op, where, attempt, _delay, _exc in heard] == [("put", "s3://bucket/p/x", 1), ("put", "s3://bucket/p/x", 2)]
+    assert len(slept) == 2 and 0.05 <= slept[0] <= 0.1 and 0.1 <= slept[1] <= 0.2
+
+
+def test_s3_write_gives_up_after_the_attempts_and_fails_at_once_on_a_real_error():
+    from botocore.exceptions import EndpointConnectionError  # pylint: disable=import-outside-toplevel
+
+    client = FlakyClient(10, EndpointConnectionError(endpoint_url="http://127.0.0.1:1"))
+    store = storage.S3Storage("s3://bucket/p", client=client, retry=storage.RetryPolicy(attempts=3, base_s=0.1), sleep=lambda s: None)
+    with pytest.raises(StorageError, match=r"S3 put of s3://bucket/p/x failed after 3 attempt\(s\)"):
+        store.write_bytes("x", b"data")
+    assert len(client.calls) == 3
+    denied = FlakyClient(10, _client_error("AccessDenied", 403))
+    store = storage.S3Storage("s3://bucket/p", client=denied, sleep=lambda s: None)
+    with pytest.raises(Exception, match="AccessDenied"):
+        store.write_bytes("x", b"data")
+    assert len(denied.calls) == 1
+
+
+def test_local_size(tmp_path):
+    store = LocalStorage(str(tmp_path))
+    assert store.size("x") is None
+    store.write_bytes("x", b"12345")
+    assert store.size("x") == 5

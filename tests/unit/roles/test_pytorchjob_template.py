@@ -279,7 +279,7 @@ def test_gpu_job_with_resources_tolerations_and_node_selector():
             "limits": {"cpu": "16", "memory": "96Gi", "nvidia.com/gpu": 4},
         }
         pod = pod_spec(job, rtype)
-        assert pod["tolerations"] == tolerations
+        assert pod["tolerations"] == tolerations + NODE_LOST_TOLERATIONS
         assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "g5.12xlarge"}
         assert pod["serviceAccountName"] == "trainfleet-trainer"
         assert pod["imagePullSecrets"] == [{"name": "regcred"}]
@@ -287,6 +287,41 @@ def test_gpu_job_with_resources_tolerations_and_node_selector():
         assert {"name": "dshm", "mountPath": "/dev/shm"} in c["volumeMounts"]
         assert "--backend=nccl" in c["args"] and c["args"][0] == "--nproc_per_node=4"
     assert job["spec"]["nprocPerNode"] == "4"
+
+
+NODE_LOST_TOLERATIONS = [
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30},
+]
+
+
+def test_pods_leave_a_lost_node_after_pytorchjob_node_lost_toleration_seconds():
+    job, _manifest = render()
+    for rtype in ("Master", "Worker"):
+        assert pod_spec(job, rtype)["tolerations"] == NODE_LOST_TOLERATIONS  # default 30 s, not the cluster's 300
+    job, manifest = render(pytorchjob_node_lost_toleration_seconds="45")
+    assert [t["tolerationSeconds"] for t in pod_spec(job, "Worker")["tolerations"]] == [45, 45]
+    assert '"tolerationSeconds": 45' in manifest  # an int, through to_json
+
+
+def test_lost_pod_risks_of_the_rendered_jobs():
+    """What the role's warning says about what it renders (pytorchjob_resilience_info runs on the manifest)."""
+    from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj  # pylint: disable=import-outside-toplevel
+
+    static, _manifest = render()
+    assert [r["code"] for r in pj.lost_pod_risks(static)] == [pj.RISK_STATIC_RENDEZVOUS, pj.RISK_NO_SNAPSHOTS]
+    elastic, _manifest = render(pytorchjob_elastic=True, pytorchjob_master_replicas=0, pytorchjob_worker_replicas=2,
+                                pytorchjob_backoff_limit=4, pytorchjob_trainer_snapshot_dir="s3://trainfleet-local/snap")
+    assert pj.lost_pod_risks(elastic) == []
+
+
+def test_user_tolerations_merge_with_the_node_lost_ones_and_win_for_the_same_key():
+    mine = [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 600},
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
+            {"key": "dedicated", "operator": "Equal", "value": "training", "effect": "NoSchedule"}]
+    job, _manifest = render(pytorchjob_tolerations=mine, pytorchjob_node_lost_toleration_seconds=10)
+    assert pod_spec(job, "Master")["tolerations"] == mine + [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10}]
 
 
 def test_trainium_efa_job_with_fsx_claim_and_shm():
@@ -475,6 +510,9 @@ BAD_INPUTS = {
                            "pytorchjob_pvc_mount_path"),
     "wait-timeout-zero": ({"pytorchjob_wait_timeout": 0}, "pytorchjob_wait_timeout"),
     "replicas-not-int": ({"pytorchjob_worker_replicas": "many"}, "pytorchjob_worker_replicas"),
+    "node-lost-seconds-zero": ({"pytorchjob_node_lost_toleration_seconds": 0}, "pytorchjob_node_lost_toleration_seconds"),
+    "node-lost-seconds-too-long": ({"pytorchjob_node_lost_toleration_seconds": 3601}, "pytorchjob_node_lost_toleration_seconds"),
+    "node-lost-seconds-not-int": ({"pytorchjob_node_lost_toleration_seconds": "soon"}, "pytorchjob_node_lost_toleration_seconds"),
 }
 
 
@@ -511,6 +549,13 @@ def bad_input_outcomes(tmp_path_factory):
         outcomes[match.group(1)] = match.group(2)
     assert set(outcomes) == set(BAD_INPUTS), out
     return outcomes, tmp_path
+
+
+def test_preflight_quotes_the_bad_node_lost_toleration_seconds(bad_input_outcomes):
+    outcomes, _tmp_path = bad_input_outcomes
+    assert "got 3601" in outcomes["node-lost-seconds-too-long"]
+    assert "got 0" in outcomes["node-lost-seconds-zero"]
+    assert "'soon'" in outcomes["node-lost-seconds-not-int"]  # the argument spec's own check quotes it
 
 
 @pytest.mark.parametrize("case_id", sorted(BAD_INPUTS))
@@ -605,6 +650,48 @@ def test_report_success_uses_the_logs_module_result(tmp_path):
     assert "containers" not in result["pods"][0]
     assert "model: s3://trainfleet-local/training/trainfleet-digits/model.pt" in out
     assert "rank 0: pod trainfleet-digits-worker-0 (decided by trainer-log)" in out
+
+
+def test_report_prints_restarts_by_replica_their_reasons_and_the_resume(tmp_path):
+    job = _job("Succeeded", restarts=3)
+    job["restarts_by_replica"] = {"Master": {"restarts": 2, "failed": 0, "pods": {"trainfleet-digits-master-0": 2}},
+                                  "Worker": {"restarts": 1, "failed": 1, "pods": {"trainfleet-digits-worker-0": 1}}}
+    job["restart_reasons"] = [
+        {"pod": "trainfleet-digits-worker-0", "replica_type": "worker", "replica_index": 0, "node": "trainfleet-worker",
+         "container": "pytorch", "init": False, "restarts": 1, "run": "previous", "reason": "Error", "exit_code": 137,
+         "signal": 9, "signal_name": "SIGKILL", "message": None, "started_at": "2026-01-01T00:00:01Z",
+         "finished_at": "2026-01-01T00:00:20Z"},
+        {"pod": "trainfleet-digits-master-0", "replica_type": "master", "replica_index": 0, "node": "trainfleet-worker2",
+         "container": "pytorch", "init": False, "restarts": 2, "run": "previous", "reason": "Error", "exit_code": 1,
+         "signal": None, "signal_name": None, "message": "RuntimeError: Connection reset by peer\nmore",
+         "started_at": "2026-01-01T00:00:02Z", "finished_at": "2026-01-01T00:00:21Z"},
+    ]
+    status = {"changed": False, "exists": True, "job": job}
+    rank0 = {"changed": False, "pod": "trainfleet-digits-master-0", "method": "trainer-log", "log": "...",
+             "trainer_result": dict(TRAINER_RESULT, resumed_from_epoch=3, restarts=0)}
+    outcome, out = _report(tmp_path, status, rank0)
+    assert outcome["failure"] is None, out
+    result = outcome["result"]
+    assert result["restarts_by_replica"]["Master"]["restarts"] == 2 and len(result["restart_reasons"]) == 2
+    assert result["resumed_from_epoch"] == 3 and result["trainer_restarts"] == 0
+    assert "resumed from snapshot epoch: 3, torchrun restarts on rank 0's node: 0" in out
+    assert "restarts by replica: Master 2, Worker 1 (1 failed)" in out
+    assert ("restart: pod trainfleet-digits-worker-0 (worker-0) on node trainfleet-worker, container pytorch: Error, exit code 137 "
+            "(SIGKILL), ended 2026-01-01T00:00:20Z (previous run; 1 restart(s))") in out
+    assert "on node trainfleet-worker2, container pytorch: Error, exit code 1, ended 2026-01-01T00:00:21Z" in out
+    assert "Connection reset by peer more" in out
+
+
+def test_report_without_restart_data_still_summarises(tmp_path):
+    """A job dict from before restarts_by_replica/restart_reasons, a result line without resume fields."""
+    status = {"changed": False, "exists": True, "job": _job("Succeeded")}
+    rank0 = {"changed": False, "pod": "trainfleet-digits-master-0", "method": "trainer-log", "log": "...",
+             "trainer_result": TRAINER_RESULT}
+    outcome, out = _report(tmp_path, status, rank0)
+    assert outcome["failure"] is None, out
+    assert outcome["result"]["resumed_from_epoch"] is None and outcome["result"]["restart_reasons"] == []
+    assert "resumed from snapshot epoch: ?, torchrun restarts on rank 0's node: ?" in out
+    assert "restart:" not in out
 
 
 def test_report_success_parses_the_result_line_when_the_module_did_not(tmp_path):

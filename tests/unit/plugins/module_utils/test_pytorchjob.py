@@ -407,7 +407,7 @@ def test_parse_trainer_result():
     assert result["final_accuracy"] == 0.95
     assert result["model_uri"] == "s3://trainfleet/models/mnist/model.pt"
     assert pj.parse_trainer_result(["trainfleet-result: {not json}"]) is None
-    assert pj.parse_trainer_result([b'trainfleet-result: {"a": 1}']) == {"a": 1}
+    assert pj.parse_trainer_result([b'trainfleet-result: {"a": 1}']) == {"a": 1, "resumed_from_epoch": None, "restarts": None}
 
 
 @pytest.mark.parametrize("ranks,name", [
@@ -641,3 +641,84 @@ def test_complete_failure_with_nothing_at_all():
     # pods that still exist (none of them failing) were not deleted: no hint
     failure = pj.complete_failure(pj.job_summary(job, [])["failure"], job, [], [], live_pods=["mnist-worker-0"])
     assert failure["hint"] is None
+
+
+# ------------------------------------------------------------------ restarts
+
+
+@pytest.mark.parametrize("code,sig,expected", [
+    (137, None, (9, "SIGKILL")),
+    (143, None, (15, "SIGTERM")),
+    (139, None, (11, "SIGSEGV")),
+    (1, None, (None, None)),
+    (0, None, (None, None)),
+    (None, None, (None, None)),
+    (255, None, (None, None)),
+    (None, 9, (9, "SIGKILL")),
+    ("137", None, (9, "SIGKILL")),
+])
+def test_exit_signal(code, sig, expected):
+    assert pj.exit_signal(code, sig) == expected
+
+
+def test_restart_reasons_name_pod_container_exit_signal_node_and_time():
+    pods = [load("pods", "restarted_master_peer_lost"), load("pods", "restarted_after_oom"),
+            load("pods", "running_worker1")]
+    reasons = pj.restart_reasons(pods)
+    assert [(r["pod"], r["run"]) for r in reasons] == [("mnist-worker-0", "previous"), ("mnist-master-0", "previous")]
+    oom, master = reasons
+    assert oom == {
+        "pod": "mnist-worker-0", "replica_type": "worker", "replica_index": 0, "node": "trainfleet-worker",
+        "container": "pytorch", "init": False, "restarts": 1, "run": "previous", "reason": "OOMKilled",
+        "exit_code": 137, "signal": 9, "signal_name": "SIGKILL", "message": None,
+        "started_at": "2025-01-01T10:00:08Z", "finished_at": "2025-01-01T10:02:00Z", "observed_at": None}
+    assert master["replica_type"] == "master" and master["node"] == "trainfleet-worker2"
+    assert master["restarts"] == 2 and master["exit_code"] == 1 and master["signal"] is None
+    assert "Connection reset by peer" in master["message"] and master["finished_at"] == "2025-01-01T10:03:35Z"
+
+
+def test_restart_reasons_of_dead_pods():
+    failed = pj.restart_reasons([load("pods", "error_worker1")])
+    assert [(r["pod"], r["run"], r["reason"], r["exit_code"], r["restarts"]) for r in failed] == \
+        [("mnist-worker-1", "current", "Error", 1, 0)]
+    evicted = pj.restart_reasons([load("pods", "evicted")])
+    assert [(r["pod"], r["container"], r["reason"], r["message"]) for r in evicted] == \
+        [("mnist-worker-1", None, "Evicted", "The node was low on resource: memory.")]
+    assert pj.restart_reasons([load("pods", "running_master")]) == []
+
+
+def test_job_summary_reports_restarts_by_replica_and_reasons():
+    job = load("jobs", "running_after_restart")
+    pods = [load("pods", "restarted_master_peer_lost"), load("pods", "restarted_after_oom"), load("pods", "running_worker1")]
+    summary = pj.job_summary(job, pods, now=NOW)
+    assert summary["restarts"] == 3
+    assert summary["restarts_by_replica"] == {
+        "Master": {"restarts": 2, "failed": 0, "pods": {"mnist-master-0": 2}},
+        "Worker": {"restarts": 1, "failed": 0, "pods": {"mnist-worker-0": 1, "mnist-worker-1": 0}},
+    }
+    assert [r["pod"] for r in summary["restart_reasons"]] == ["mnist-worker-0", "mnist-master-0"]
+    quiet = pj.job_summary(load("jobs", "running"), [load("pods", "running_master")], now=NOW)
+    assert quiet["restart_reasons"] == [] and quiet["restarts_by_replica"]["Master"]["restarts"] == 0
+
+
+def test_parse_trainer_result_always_has_resume_and_restarts():
+    result = pj.parse_trainer_result(['trainfleet-result: {"epochs": 5, "resumed_from_epoch": 3, "restarts": 1}'])
+    assert result["resumed_from_epoch"] == 3 and result["restarts"] == 1
+    old = pj.parse_trainer_result(["trainfleet-resume: epoch=2 next_epoch=3 snapshot=s3://b/s/snapshot-epoch-00002.pt",
+                                   'trainfleet-result: {"epochs": 5}'])
+    assert old["resumed_from_epoch"] == 2 and old["restarts"] is None
+    newer = pj.parse_trainer_result(["[default0]:trainfleet-resume: epoch=4 next_epoch=5 snapshot=/s/x.pt restarts=2",
+                                     '[default0]:trainfleet-result: {"epochs": 6}'])
+    assert newer["resumed_from_epoch"] == 4 and newer["restarts"] == 2
+    fresh = pj.parse_trainer_result(['trainfleet-result: {"epochs": 5}'])
+    assert fresh["resumed_from_epoch"] is None and fresh["restarts"] is None
+
+
+def test_merge_restart_reasons_keeps_the_runs_of_pods_that_are_gone():
+    live = pj.restart_reasons([load("pods", "restarted_master_peer_lost")])
+    gone = dict(pj.restart_reasons([load("pods", "error_worker1")])[0], observed_at="2025-01-01T10:02:00Z")
+    same_as_live = dict(live[0], run="current", observed_at="2025-01-01T10:03:36Z")  # the same run, seen before the restart
+    merged = pj.merge_restart_reasons(live, [same_as_live, gone])
+    assert [(r["pod"], r["run"], r["observed_at"]) for r in merged] == [
+        ("mnist-worker-1", "current", "2025-01-01T10:02:00Z"), ("mnist-master-0", "previous", None)]
+    assert pj.merge_restart_reasons([], []) == []

@@ -51,6 +51,22 @@ def test_one_job(run_module, fake_service, load):
     assert "transitions" not in result
 
 
+def test_one_job_reports_restarts_by_replica_and_their_reasons(run_module, fake_service, load):
+    pods = [load("pods", "restarted_master_peer_lost"), load("pods", "restarted_after_oom"), load("pods", "running_worker1")]
+    service = fake_service(jobs={"mnist": load("jobs", "running_after_restart")}, pods=pods)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training"}, service)
+    assert not failed
+    job = result["job"]
+    assert job["restarts"] == 3
+    assert {rtype: v["restarts"] for rtype, v in job["restarts_by_replica"].items()} == {"Master": 2, "Worker": 1}
+    assert job["restarts_by_replica"]["Worker"]["pods"] == {"mnist-worker-0": 1, "mnist-worker-1": 0}
+    assert [(r["pod"], r["node"], r["reason"], r["exit_code"], r["signal_name"], r["finished_at"]) for r in job["restart_reasons"]] == [
+        ("mnist-worker-0", "trainfleet-worker", "OOMKilled", 137, "SIGKILL", "2025-01-01T10:02:00Z"),
+        ("mnist-master-0", "trainfleet-worker2", "Error", 1, None, "2025-01-01T10:03:35Z"),
+    ]
+    json.dumps(result)  # plain data, as Ansible returns it
+
+
 def test_check_mode_is_the_same_read(run_module, fake_service, load):
     service = fake_service(jobs={"mnist": load("jobs", "running")})
     failed, result = run_module(module, {"name": "mnist"}, service, check_mode=True)
@@ -357,6 +373,11 @@ def test_wait_failed_pods_deleted_after_a_snapshot(run_module, fake_time, watchi
     assert failure["log_tail"] == ["step 8", "step 9", "trainer: error: unrecognized arguments"]
     assert failure["observed_at"]
     assert result["job"]["pods"] == []
+    # the deleted pod's run is still in restart_reasons, recorded by the pod watch
+    reasons = result["job"]["restart_reasons"]
+    assert [(r["pod"], r["node"], r["reason"], r["exit_code"], r["run"], r["finished_at"]) for r in reasons] == [
+        ("mnist-master-0", "trainfleet-worker", "Error", 1, "current", "2025-01-01T10:00:10Z")]
+    assert reasons[0]["observed_at"]
     assert [e["reason"] for e in failure["events"]][-1] == "PyTorchJobFailed"
     assert result["msg"].startswith(
         "PyTorchJob training/mnist Failed: PyTorchJobFailed - Job mnist has failed because it has reached the "
