@@ -57,10 +57,13 @@ NAT_MODES = ("Single", "HighlyAvailable", "Disable")
 # EKS accepts only these retention values for CloudWatch log groups (0 = keep eksctl's default).
 LOG_RETENTION_DAYS = (0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1827, 3653)
 
-_NAME_RE = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]{0,99}$")
-_VERSION_RE = re.compile(r"^1\.(\d+)$")
-_TYPE_RE = re.compile(r"^([a-z][a-z0-9-]*)\.([a-z0-9]+)$")
-_LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+# Upper bound of a node group (the nodegroups role checks the same).
+MAX_GROUP_SIZE = 1000
+
+_NAME_RE = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]{0,99}\Z")
+_VERSION_RE = re.compile(r"^1\.(\d+)\Z")
+_TYPE_RE = re.compile(r"^([a-z][a-z0-9-]*)\.([a-z0-9]+)\Z")
+_LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
 
 
 class EksctlConfigError(Exception):
@@ -127,6 +130,8 @@ def _group_errors(index, group, efa_extra_types):
                           % (where, sizes["min_size"], sizes["desired_size"], sizes["max_size"]))
         if sizes["max_size"] < 1:
             errors.append("%s.max_size must be >= 1 (EKS needs room for one node), got 0" % where)
+        if sizes["max_size"] > MAX_GROUP_SIZE:
+            errors.append("%s.max_size must be <= %d, got %d" % (where, MAX_GROUP_SIZE, sizes["max_size"]))
     ami = group.get("ami_family") or "AmazonLinux2023"
     if ami not in AMI_FAMILIES:
         errors.append("%s.ami_family must be one of %s, got %r" % (where, ", ".join(AMI_FAMILIES), ami))
@@ -136,7 +141,7 @@ def _group_errors(index, group, efa_extra_types):
     if group.get("spot") and group.get("capacity_reservation_id"):
         errors.append("%s: spot and capacity_reservation_id exclude each other" % where)
     reservation = group.get("capacity_reservation_id")
-    if reservation and not re.match(r"^cr-[0-9a-f]{8,17}$", reservation):
+    if reservation and not re.match(r"^cr-[0-9a-f]{8,17}\Z", reservation):
         errors.append("%s.capacity_reservation_id must look like cr-0123456789abcdef0, got %r" % (where, reservation))
     for key in (group.get("labels") or {}):
         if not _LABEL_KEY_RE.match(str(key)):

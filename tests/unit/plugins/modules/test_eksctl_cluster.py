@@ -57,6 +57,8 @@ def params(**kw):
     (group(kind="trainium", efa=True, instance_types=["trn1.32xlarge", "trn1n.32xlarge"]), "exactly one instance type"),
     (group(min_size=3, desired_size=1, max_size=2), "min_size <= desired_size <= max_size"),
     (group(min_size=0, desired_size=0, max_size=0), "max_size must be >= 1"),
+    (group(min_size=0, desired_size=1, max_size=100000), "max_size must be <= 1000, got 100000"),
+    (group(name="ng\n"), "name must match"),
     (group(taints=[{"key": "a", "effect": "Nope"}]), "effect must be one of"),
     (group(spot=True, capacity_reservation_id="cr-0123456789abcdef0"), "exclude each other"),
     (group(capacity_reservation_id="reservation"), "capacity_reservation_id must look like"),
