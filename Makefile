@@ -6,7 +6,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export TRAINFLEET_CACHE ?= $(HOME)/.cache/trainfleet
 REPORTS := $(CURDIR)/out/test-reports
 
-.PHONY: setup demo test lint sanity unit integration trainer-test molecule molecule-default bench-trainer teardown clean help
+.PHONY: setup demo test lint sanity unit integration adversarial trainer-test molecule molecule-default bench-trainer teardown clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -21,7 +21,7 @@ demo: export AWS_SECRET_ACCESS_KEY ?= testing
 demo: setup  ## the whole pipeline on the embedded default (inventories/local)
 	ansible-playbook site.yml
 
-test: setup  ## every test: lint, sanity, unit, integration, trainer, molecule
+test: setup  ## every test: lint, sanity, unit, integration, adversarial, trainer, molecule
 	@bash scripts/test.sh all
 
 lint: setup  ## ansible-lint (production profile)
@@ -35,6 +35,9 @@ unit: setup  ## pytest tests/unit
 
 integration: setup  ## pytest tests/integration (site.yml --check on inventories/aws against its own moto)
 	@bash scripts/test.sh integration
+
+adversarial: setup  ## pytest tests/adversarial (hostile inputs to every step: refused in preflight, nothing created or leaked)
+	@bash scripts/test.sh adversarial
 
 trainer-test: setup  ## pytest trainer/tests (real torchrun, moto)
 	@bash scripts/test.sh trainer

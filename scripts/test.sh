@@ -33,6 +33,14 @@ run_integration() {
   python -m pytest -q tests/integration --junitxml="$REPORTS/integration.xml"
 }
 
+# Hostile inputs to every step (tests/adversarial): each case one ansible-playbook run against a
+# private moto server and an unreachable cluster; refused in preflight, nothing created, nothing
+# leaked (figures in out/test-reports/adversarial-figures.json). A few minutes.
+run_adversarial() {
+  step "pytest tests/adversarial"
+  python -m pytest -q tests/adversarial --junitxml="$REPORTS/adversarial.xml"
+}
+
 run_trainer() {
   step "pytest trainer/tests"
   python -m pytest -q trainer/tests --junitxml="$REPORTS/trainer.xml"
@@ -64,6 +72,7 @@ case "${1:-all}" in
   sanity) run_sanity ;;
   unit) run_unit ;;
   integration) run_integration ;;
+  adversarial) run_adversarial ;;
   trainer) run_trainer ;;
   molecule) run_molecule ;;
   all)
@@ -73,10 +82,11 @@ case "${1:-all}" in
     run_sanity
     run_unit
     run_integration
+    run_adversarial
     run_trainer
     run_molecule
     check_reports
     echo "make test: all suites passed in $(( $(date +%s) - start ))s"
     ;;
-  *) echo "usage: $0 [all|lint|sanity|unit|integration|trainer|molecule]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|lint|sanity|unit|integration|adversarial|trainer|molecule]" >&2; exit 2 ;;
 esac
