@@ -287,6 +287,14 @@ def render_cluster_config(params):
     groups = params.get("managed_node_groups")
     if groups:
         config["managedNodeGroups"] = [render_node_group(g, params["name"], tags) for g in groups]
+    boundary = params.get("permissions_boundary_arn")
+    if boundary:
+        # Every role eksctl creates carries the boundary the deployer policy requires.
+        iam["serviceRolePermissionsBoundary"] = boundary
+        for assoc in iam.get("podIdentityAssociations") or []:
+            assoc.setdefault("permissionsBoundaryARN", boundary)
+        for group in config.get("managedNodeGroups") or []:
+            group.setdefault("iam", {})["instanceRolePermissionsBoundary"] = boundary
     return config
 
 

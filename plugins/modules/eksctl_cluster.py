@@ -70,6 +70,12 @@ options:
     description: Create the IAM OIDC provider (needed for IRSA).
     type: bool
     default: true
+  permissions_boundary_arn:
+    description:
+      - Permissions boundary of every IAM role eksctl creates (C(iam.serviceRolePermissionsBoundary), each node
+        group's C(iam.instanceRolePermissionsBoundary), each pod identity association's C(permissionsBoundaryARN)).
+      - The trainfleet deployer policy lets roles be created only with the boundary the iam role publishes.
+    type: str
   pod_identity_associations:
     description:
       - EKS Pod Identity associations, passed to C(iam.podIdentityAssociations) as given (eksctl's field names,
@@ -387,6 +393,7 @@ def argspec():
         endpoint_private_access=dict(type="bool", default=True),
         with_oidc=dict(type="bool", default=True),
         pod_identity_associations=dict(type="list", elements="dict"),
+        permissions_boundary_arn=dict(type="str"),
         addons=dict(type="list", elements="dict", options=addon),
         log_types=dict(type="list", elements="str"),
         log_retention_days=dict(type="int", default=0),

@@ -114,6 +114,19 @@ def test_render_trainium_group():
     assert cfg["addonsConfig"] == {"autoApplyPodIdentityAssociations": True}
 
 
+def test_render_puts_the_permissions_boundary_on_every_role_eksctl_creates():
+    arn = "arn:aws:iam::123456789012:policy/trainfleet/trainfleet-boundary"
+    cfg = E.render_cluster_config(params(
+        permissions_boundary_arn=arn, managed_node_groups=[group()],
+        pod_identity_associations=[{"namespace": "trainfleet", "serviceAccountName": "sa",
+                                    "permissionPolicyARNs": ["arn:aws:iam::123456789012:policy/trainfleet/p"]}]))
+    assert cfg["iam"]["serviceRolePermissionsBoundary"] == arn
+    assert [a["permissionsBoundaryARN"] for a in cfg["iam"]["podIdentityAssociations"]] == [arn]
+    assert [g["iam"]["instanceRolePermissionsBoundary"] for g in cfg["managedNodeGroups"]] == [arn]
+    plain = E.render_cluster_config(params(managed_node_groups=[group()]))
+    assert "serviceRolePermissionsBoundary" not in plain["iam"] and "iam" not in plain["managedNodeGroups"][0]
+
+
 def test_render_spot_uses_instance_types():
     ng = E.render_node_group(group(spot=True, instance_types=["m5.large", "m5a.large"]), "c")
     assert ng["spot"] is True and ng["instanceTypes"] == ["m5.large", "m5a.large"] and "instanceType" not in ng
