@@ -157,6 +157,11 @@ class World(object):
                 else:
                     path.unlink()
 
+    def reset_if_dirty(self):
+        """reset() only when the last case left something (a reset reloads moto's managed policies)."""
+        if self.aws_resources() or self.files_outside_cache() or self.cache.exists():
+            self.reset()
+
     def run(self, playbook, inventory, extra, args=(), timeout=PLAYBOOK_TIMEOUT, name="run"):
         """ansible-playbook -i inventories/<inventory> <playbook> -e @vars.json [args]."""
         vars_dir = self.base / "vars"

@@ -62,6 +62,7 @@ CASES = [
     case("iam", "aws", "iam_eks_addon_registry_accounts", ["12345"]),
     case("iam", "aws", "iam_node_managed_policy_names", ["AmazonEKSWorkerNodePolicy", "AdministratorAccess"]),
     case("iam", "aws", "iam_node_managed_policy_names", ["AmazonEKSWorkerNodePolicy", "AmazonEC2FullAccess"]),
+    case("iam", "aws", "iam_permissions_boundary_name", "trainfleet-boundary" + NL),
     case("iam", "aws", "iam_deployer_extra_statements",
          [{"Effect": "Allow", "Action": "s3:Get?bject", "Resource": "arn:aws:s3:::b/*"}], quote='"s3:Get?bject"'),
     case("iam", "aws", "iam_deployer_extra_statements",
@@ -204,7 +205,7 @@ def test_hostile_input_is_refused_before_anything(world, item):
     if value == "MANIFEST_ESCAPE":
         value = str(world.cache) + "/manifests/../../escaped-manifest.yaml"
         quote = json.dumps(value)
-    world.reset()
+    world.reset_if_dirty()
     calls_before, conns_before = world.api_calls(), world.cluster.count
     extra = dict(item["extra"])
     extra[item["variable"]] = value
