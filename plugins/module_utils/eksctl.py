@@ -223,6 +223,9 @@ def render_node_group(group, cluster_name, tags=None):
         out["availabilityZones"] = list(group["availability_zones"])
     if group.get("spot"):
         out["spot"] = True
+    # Pods do not reach the instance metadata service (and so not the node role): they use
+    # Pod Identity / IRSA. allow_pod_imds: true opts a group out.
+    out["disablePodIMDS"] = not group.get("allow_pod_imds", False)
     out["labels"] = labels
     taints = [{"key": t["key"], "value": str(t.get("value", "")), "effect": t["effect"]}
               for t in (group.get("taints") or [])]
@@ -261,6 +264,9 @@ def render_cluster_config(params):
         "clusterEndpoints": {"publicAccess": bool(params.get("endpoint_public_access", True)),
                              "privateAccess": bool(params.get("endpoint_private_access", True))},
     }
+    if params.get("endpoint_public_access", True) and params.get("public_access_cidrs"):
+        # Who may reach the public API endpoint (EKS defaults to 0.0.0.0/0).
+        config["vpc"]["publicAccessCIDRs"] = list(params["public_access_cidrs"])
     iam = {"withOIDC": bool(params.get("with_oidc", True))}
     if params.get("pod_identity_associations"):
         iam["podIdentityAssociations"] = copy.deepcopy(params["pod_identity_associations"])

@@ -88,6 +88,8 @@ CASES = [
     case("cluster", "aws", "eks_cluster_region", "us-west-2" + NL),
     case("cluster", "aws", "eks_cluster_version", "1.33" + NL),
     case("cluster", "aws", "eks_cluster_eksctl_version", "0.210.0; rm -rf /"),
+    case("cluster", "aws", "eks_cluster_endpoint_public_access_cidrs", []),
+    case("cluster", "aws", "eks_cluster_endpoint_public_access_cidrs", ["0.0.0.0/0"]),
     # nodegroups
     case("nodegroups", "aws", "nodegroups_groups", [dict(GROUP, max_size=100000)], quote="100000"),
     case("nodegroups", "aws", "nodegroups_groups", [dict(GROUP, name="cpu" + NL)], quote='cpu\n'),

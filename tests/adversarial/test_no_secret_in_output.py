@@ -32,6 +32,7 @@ POD_ACCESS_KEY = "AKIAADVERSARIALPODKEY"
 STAND_IN_BASE_IMAGE = "trainfleet-adversarial/empty-base:check-mode"
 TRAIN_VARS = {
     "pytorchjob_image": "registry.example/trainfleet/trainer:adversarial",
+    "eks_cluster_endpoint_public_access_cidrs": ["198.51.100.0/24"],
     "pytorchjob_aws_credentials_create": True,
     "pytorchjob_aws_credentials_secret": "trainfleet-aws",
     "pytorchjob_aws_access_key_id": POD_ACCESS_KEY,

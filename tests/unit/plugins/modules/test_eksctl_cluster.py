@@ -127,6 +127,15 @@ def test_render_puts_the_permissions_boundary_on_every_role_eksctl_creates():
     assert "serviceRolePermissionsBoundary" not in plain["iam"] and "iam" not in plain["managedNodeGroups"][0]
 
 
+def test_render_limits_the_public_endpoint_and_blocks_pod_imds():
+    cfg = E.render_cluster_config(params(public_access_cidrs=["198.51.100.0/24"],
+                                         managed_node_groups=[group(), group(name="open", allow_pod_imds=True)]))
+    assert cfg["vpc"]["publicAccessCIDRs"] == ["198.51.100.0/24"]
+    assert [g["disablePodIMDS"] for g in cfg["managedNodeGroups"]] == [True, False]
+    private = E.render_cluster_config(params(endpoint_public_access=False, public_access_cidrs=["198.51.100.0/24"]))
+    assert "publicAccessCIDRs" not in private["vpc"]
+
+
 def test_render_spot_uses_instance_types():
     ng = E.render_node_group(group(spot=True, instance_types=["m5.large", "m5a.large"]), "c")
     assert ng["spot"] is True and ng["instanceTypes"] == ["m5.large", "m5a.large"] and "instanceType" not in ng
@@ -355,6 +364,10 @@ def moto_server():
     proc.wait(timeout=30)
 
 
+# The eks_cluster role requires the CIDRs allowed to reach a public API endpoint (issue 11, Medium 7).
+API_CIDRS = ["-e", json.dumps({"eks_cluster_endpoint_public_access_cidrs": ["198.51.100.0/24"]})]
+
+
 def ansible_playbook(args, timeout=600):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1", **AWS_ENV)
     return subprocess.run([os.path.join(VENV_BIN, "ansible-playbook")] + args, cwd=ROOT, env=env,
@@ -364,7 +377,7 @@ def ansible_playbook(args, timeout=600):
 def render_scenario(endpoint, scenario, out):
     return ansible_playbook(["--check", "-i", "inventories/aws", "tests/golden/render_eksctl.yml",
                              "-e", "@examples/aws/%s.yml" % scenario, "-e", "trainfleet_aws_endpoint_url=%s" % endpoint,
-                             "-e", "golden_out=%s" % out])
+                             "-e", "golden_out=%s" % out] + API_CIDRS)
 
 
 @pytest.fixture(scope="module")
@@ -427,7 +440,8 @@ def test_role_preflight_rejects_bad_node_group_before_anything(moto_server, tmp_
     out = tmp_path / "never.yaml"
     proc = ansible_playbook(
         ["--check", "-i", "inventories/aws", "tests/golden/render_eksctl.yml", "-e", "@examples/aws/cpu.yml",
-         "-e", "@%s" % extra, "-e", "trainfleet_aws_endpoint_url=%s" % moto_server, "-e", "golden_out=%s" % out])
+         "-e", "@%s" % extra, "-e", "trainfleet_aws_endpoint_url=%s" % moto_server, "-e", "golden_out=%s" % out]
+        + API_CIDRS)
     assert proc.returncode != 0
     assert "nodegroups_groups[0] (cpu) is invalid" in proc.stdout
     assert "Reconcile the EKS cluster" not in proc.stdout
@@ -475,7 +489,7 @@ def run_with_stub(endpoint, scenario, tmp_path, *extra):
     args = ["-i", "inventories/aws", "tests/golden/render_eksctl.yml", "-e", "@examples/aws/%s.yml" % scenario,
             "-e", "trainfleet_aws_endpoint_url=%s" % endpoint, "-e", "golden_out=%s" % (tmp_path / "out.yaml"),
             "-e", "eks_cluster_eksctl_install_method=path", "-e", "trainfleet_kubeconfig=%s" % (tmp_path / "kc"),
-            "-e", "eks_cluster_config_path=%s" % (tmp_path / "cfg.yaml")] + list(extra)
+            "-e", "eks_cluster_config_path=%s" % (tmp_path / "cfg.yaml")] + API_CIDRS + list(extra)
     old_path = os.environ["PATH"]
     os.environ["PATH"] = "%s:%s" % (bin_dir, old_path)
     try:
