@@ -6,7 +6,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export TRAINFLEET_CACHE ?= $(HOME)/.cache/trainfleet
 REPORTS := $(CURDIR)/out/test-reports
 
-.PHONY: setup demo cold-demo test lint sanity unit integration collection-test trainer-test molecule molecule-default bench-trainer teardown clean help
+.PHONY: setup demo cold-demo test lint sanity unit integration collection-test adversarial trainer-test molecule molecule-default bench-trainer teardown clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -24,7 +24,7 @@ demo: setup  ## the whole pipeline on the embedded default (inventories/local)
 cold-demo: setup  ## make demo as on a new machine: empty temporary cache, no trainfleet images; prints each step's time (not in make test)
 	@bash scripts/cold_demo.sh
 
-test: setup  ## every test: lint, sanity, unit, integration, collection, trainer, molecule
+test: setup  ## every test: lint, sanity, unit, integration, collection, adversarial, trainer, molecule
 	@bash scripts/test.sh all
 
 lint: setup  ## ansible-lint (production profile)
@@ -41,6 +41,9 @@ integration: setup  ## pytest tests/integration (site.yml --check on inventories
 
 collection-test: setup  ## pytest tests/collection (build + install the collection, use it from outside the repo)
 	@bash scripts/test.sh collection
+
+adversarial: setup  ## pytest tests/adversarial (hostile inputs to every step: refused in preflight, nothing created or leaked)
+	@bash scripts/test.sh adversarial
 
 trainer-test: setup  ## pytest trainer/tests (real torchrun, moto)
 	@bash scripts/test.sh trainer

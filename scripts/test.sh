@@ -46,6 +46,14 @@ run_collection() {
   python -m pytest -q tests/collection --junitxml="$REPORTS/collection.xml"
 }
 
+# Hostile inputs to every step (tests/adversarial): each case one ansible-playbook run against a
+# private moto server and an unreachable cluster; refused in preflight, nothing created, nothing
+# leaked (figures in out/test-reports/adversarial-figures.json). A few minutes.
+run_adversarial() {
+  step "pytest tests/adversarial"
+  python -m pytest -q tests/adversarial --junitxml="$REPORTS/adversarial.xml"
+}
+
 run_trainer() {
   step "pytest trainer/tests"
   python -m pytest -q trainer/tests --junitxml="$REPORTS/trainer.xml"
@@ -78,6 +86,7 @@ case "${1:-all}" in
   unit) run_unit ;;
   integration) run_integration ;;
   collection) run_collection ;;
+  adversarial) run_adversarial ;;
   trainer) run_trainer ;;
   molecule) run_molecule ;;
   all)
@@ -88,10 +97,11 @@ case "${1:-all}" in
     run_unit
     run_integration
     run_collection
+    run_adversarial
     run_trainer
     run_molecule
     check_reports
     echo "make test: all suites passed in $(( $(date +%s) - start ))s"
     ;;
-  *) echo "usage: $0 [all|lint|sanity|unit|integration|collection|trainer|molecule]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|lint|sanity|unit|integration|collection|adversarial|trainer|molecule]" >&2; exit 2 ;;
 esac

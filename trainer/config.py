@@ -30,9 +30,17 @@ class ConfigError(ValueError):
         self.argument = argument
 
 
-def _positive_int(name, value):
+# Upper bounds: a typo such as 10**12 is refused at once, not after the data is loaded.
+# The pytorchjob role checks the same bounds (pytorchjob_trainer_batch_size, pytorchjob_trainer_epochs).
+MAX_BATCH_SIZE = 65536
+MAX_EPOCHS = 100000
+
+
+def _positive_int(name, value, upper=None):
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(name, f"expected a positive integer, got {value!r}")
+    if upper is not None and value > upper:
+        raise ConfigError(name, f"expected a positive integer of at most {upper}, got {value!r}")
 
 
 def _positive_float(name, value):
@@ -119,8 +127,8 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
             raise ConfigError("--momentum", f"expected a number in [0, 1), got {self.momentum!r}")
         if not isinstance(self.weight_decay, (int, float)) or not math.isfinite(self.weight_decay) or self.weight_decay < 0:
             raise ConfigError("--weight-decay", f"expected a number >= 0, got {self.weight_decay!r}")
-        _positive_int("--batch-size", self.batch_size)
-        _positive_int("--epochs", self.epochs)
+        _positive_int("--batch-size", self.batch_size, MAX_BATCH_SIZE)
+        _positive_int("--epochs", self.epochs, MAX_EPOCHS)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ConfigError("--seed", f"expected an integer >= 0, got {self.seed!r}")
         _positive_int("--snapshot-every", self.snapshot_every)

@@ -65,10 +65,13 @@ AL2_LAST_MINOR = 32
 _RESERVED_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
 _KUBELET_LABEL_DOMAINS = ("node.kubernetes.io", "kubelet.kubernetes.io")
 
-_NAME_RE = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]{0,99}$")
-_VERSION_RE = re.compile(r"^1\.(\d+)$")
-_TYPE_RE = re.compile(r"^([a-z][a-z0-9-]*)\.([a-z0-9]+)$")
-_LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+# Upper bound of a node group (the nodegroups role checks the same).
+MAX_GROUP_SIZE = 1000
+
+_NAME_RE = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]{0,99}\Z")
+_VERSION_RE = re.compile(r"^1\.(\d+)\Z")
+_TYPE_RE = re.compile(r"^([a-z][a-z0-9-]*)\.([a-z0-9]+)\Z")
+_LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
 
 
 class EksctlConfigError(Exception):
@@ -145,6 +148,8 @@ def _group_errors(index, group, efa_extra_types, minor=None):
                           % (where, sizes["min_size"], sizes["desired_size"], sizes["max_size"]))
         if sizes["max_size"] < 1:
             errors.append("%s.max_size must be >= 1 (EKS needs room for one node), got 0" % where)
+        if sizes["max_size"] > MAX_GROUP_SIZE:
+            errors.append("%s.max_size must be <= %d, got %d" % (where, MAX_GROUP_SIZE, sizes["max_size"]))
     ami = group.get("ami_family") or "AmazonLinux2023"
     if ami not in AMI_FAMILIES:
         errors.append("%s.ami_family must be one of %s, got %r" % (where, ", ".join(AMI_FAMILIES), ami))
@@ -169,7 +174,7 @@ def _group_errors(index, group, efa_extra_types, minor=None):
     if group.get("spot") and group.get("capacity_reservation_id"):
         errors.append("%s: spot and capacity_reservation_id exclude each other" % where)
     reservation = group.get("capacity_reservation_id")
-    if reservation and not re.match(r"^cr-[0-9a-f]{8,17}$", reservation):
+    if reservation and not re.match(r"^cr-[0-9a-f]{8,17}\Z", reservation):
         errors.append("%s.capacity_reservation_id must look like cr-0123456789abcdef0, got %r" % (where, reservation))
     for key, value in (group.get("labels") or {}).items():
         if not _LABEL_KEY_RE.match(str(key)):
@@ -284,6 +289,9 @@ def render_node_group(group, cluster_name, tags=None):
         out["availabilityZones"] = list(group["availability_zones"])
     if group.get("spot"):
         out["spot"] = True
+    # Pods do not reach the instance metadata service (and so not the node role): they use
+    # Pod Identity / IRSA. allow_pod_imds: true opts a group out.
+    out["disablePodIMDS"] = not group.get("allow_pod_imds", False)
     out["labels"] = labels
     taints = [{"key": t["key"], "value": str(t.get("value", "")), "effect": t["effect"]}
               for t in (group.get("taints") or [])]
@@ -325,6 +333,9 @@ def render_cluster_config(params):
         "clusterEndpoints": {"publicAccess": bool(params.get("endpoint_public_access", True)),
                              "privateAccess": bool(params.get("endpoint_private_access", True))},
     }
+    if params.get("endpoint_public_access", True) and params.get("public_access_cidrs"):
+        # Who may reach the public API endpoint (EKS defaults to 0.0.0.0/0).
+        config["vpc"]["publicAccessCIDRs"] = list(params["public_access_cidrs"])
     iam = {"withOIDC": bool(params.get("with_oidc", True))}
     if params.get("pod_identity_associations"):
         iam["podIdentityAssociations"] = copy.deepcopy(params["pod_identity_associations"])
@@ -351,6 +362,14 @@ def render_cluster_config(params):
     groups = params.get("managed_node_groups")
     if groups:
         config["managedNodeGroups"] = [render_node_group(g, params["name"], tags) for g in groups]
+    boundary = params.get("permissions_boundary_arn")
+    if boundary:
+        # Every role eksctl creates carries the boundary the deployer policy requires.
+        iam["serviceRolePermissionsBoundary"] = boundary
+        for assoc in iam.get("podIdentityAssociations") or []:
+            assoc.setdefault("permissionsBoundaryARN", boundary)
+        for group in config.get("managedNodeGroups") or []:
+            group.setdefault("iam", {})["instanceRolePermissionsBoundary"] = boundary
     return config
 
 

@@ -13,8 +13,11 @@ module: ecr_login_info
 short_description: Get an Amazon ECR registry login and whether an image tag exists
 version_added: 0.1.0
 description:
-  - Calls ECR C(GetAuthorizationToken) and returns the registry endpoint with the user name and
-    password that C(docker login) needs (the password is a secret; use C(no_log)).
+  - Calls ECR C(GetAuthorizationToken) and returns the registry endpoint and the user name.
+  - The password never leaves the module. It is added to the module's no_log values (masked in
+    any message), and with O(docker_login=true) the module logs the Docker CLI in itself
+    (C(docker login --password-stdin)), so callers need no task-level C(no_log) that would also
+    hide every failure message. Log out (C(docker logout REGISTRY)) after the push.
   - With O(repository_name) and O(image_tag), also reports whether that tag is already in the repository,
     so that a push can be skipped.
   - Read-only; never changes anything.
@@ -32,6 +35,15 @@ options:
   image_tag:
     description: Tag to look up in O(repository_name).
     type: str
+  docker_login:
+    description:
+      - Log the Docker CLI in to the registry with the token (C(docker login --password-stdin)).
+      - Not done in check mode.
+    type: bool
+    default: false
+  docker_config:
+    description: Docker CLI configuration directory (C(docker --config)); the CLI's default when unset.
+    type: path
 extends_documentation_fragment:
   - amazon.aws.common.modules
   - amazon.aws.region.modules
@@ -45,14 +57,11 @@ EXAMPLES = r"""
     repository_name: trainfleet/trainer
     image_tag: 0123abcd
   register: ecr
-  no_log: true
 
-- name: Docker login
-  community.docker.docker_login:
-    registry_url: "{{ ecr.registry }}"
-    username: "{{ ecr.username }}"
-    password: "{{ ecr.password }}"
-  no_log: true
+- name: Log the Docker CLI in (no password is returned or printed)
+  trainfleet.training.ecr_login_info:
+    region: us-west-2
+    docker_login: true
 """
 
 RETURN = r"""
@@ -66,10 +75,11 @@ username:
   returned: success
   type: str
   sample: AWS
-password:
-  description: Password for docker login (secret).
+logged_in:
+  description: Whether the module logged the Docker CLI in (O(docker_login=true), not in check mode).
   returned: success
-  type: str
+  type: bool
+  sample: true
 expires_at:
   description: When the token expires (ISO 8601).
   returned: success
@@ -99,6 +109,8 @@ def argspec():
         registry_ids=dict(type="list", elements="str", default=[]),
         repository_name=dict(type="str"),
         image_tag=dict(type="str"),
+        docker_login=dict(type="bool", default=False),
+        docker_config=dict(type="path"),
     )
 
 
@@ -128,16 +140,34 @@ def execute_module(module):
         module.fail_json_aws(e, msg="Could not get an ECR login")
 
     username, password = base64.b64decode(data["authorizationToken"]).decode("utf-8").split(":", 1)
+    # Masked wherever the module prints or returns it (a failure message included).
+    module.no_log_values.add(password)
     registry = data["proxyEndpoint"].split("://", 1)[-1].rstrip("/")
     expires = data.get("expiresAt")
+    logged_in = False
+    if module.params["docker_login"] and not module.check_mode:
+        docker_login(module, registry, username, password)
+        logged_in = True
     module.exit_json(
         changed=False,
         registry=registry,
         username=username,
-        password=password,
+        logged_in=logged_in,
         expires_at=expires.isoformat() if hasattr(expires, "isoformat") else str(expires),
         image_exists=exists,
     )
+
+
+def docker_login(module, registry, username, password):
+    """docker login with the password on stdin (never on the command line)."""
+    docker = module.get_bin_path("docker", required=True)
+    argv = [docker]
+    if module.params["docker_config"]:
+        argv += ["--config", module.params["docker_config"]]
+    argv += ["login", "--username", username, "--password-stdin", registry]
+    rc, out, err = module.run_command(argv, data=password, binary_data=False)
+    if rc != 0:
+        module.fail_json(msg="docker login %s failed (rc=%d): %s" % (registry, rc, (err or out).strip()))
 
 
 def main():

@@ -62,6 +62,12 @@ options:
     description: Whether the API server endpoint is reachable from the internet.
     type: bool
     default: true
+  public_access_cidrs:
+    description:
+      - CIDRs allowed to reach the public API server endpoint (C(vpc.publicAccessCIDRs)); EKS allows 0.0.0.0/0 when empty.
+      - The eks_cluster role requires them when O(endpoint_public_access=true).
+    type: list
+    elements: str
   endpoint_private_access:
     description: Whether the API server endpoint is reachable from inside the VPC.
     type: bool
@@ -70,6 +76,12 @@ options:
     description: Create the IAM OIDC provider (needed for IRSA).
     type: bool
     default: true
+  permissions_boundary_arn:
+    description:
+      - Permissions boundary of every IAM role eksctl creates (C(iam.serviceRolePermissionsBoundary), each node
+        group's C(iam.instanceRolePermissionsBoundary), each pod identity association's C(permissionsBoundaryARN)).
+      - The trainfleet deployer policy lets roles be created only with the boundary the iam role publishes.
+    type: str
   pod_identity_associations:
     description:
       - EKS Pod Identity associations, passed to C(iam.podIdentityAssociations) as given (eksctl's field names,
@@ -194,6 +206,10 @@ options:
         description: Put the nodes in private subnets.
         type: bool
         default: true
+      allow_pod_imds:
+        description: Let the group's pods reach the instance metadata service (C(disablePodIMDS=false)); by default they cannot.
+        type: bool
+        default: false
   prune_nodegroups:
     description: Delete node groups that exist in the cluster but are not in O(managed_node_groups).
     type: bool
@@ -382,6 +398,7 @@ def argspec():
         taints=dict(type="list", elements="dict"),
         availability_zones=dict(type="list", elements="str"),
         private_networking=dict(type="bool", default=True),
+        allow_pod_imds=dict(type="bool", default=False),
     )
     return dict(
         name=dict(type="str", required=True),
@@ -393,8 +410,10 @@ def argspec():
         nat_gateway=dict(type="str", choices=["Single", "HighlyAvailable", "Disable"], default="Single"),
         endpoint_public_access=dict(type="bool", default=True),
         endpoint_private_access=dict(type="bool", default=True),
+        public_access_cidrs=dict(type="list", elements="str"),
         with_oidc=dict(type="bool", default=True),
         pod_identity_associations=dict(type="list", elements="dict"),
+        permissions_boundary_arn=dict(type="str"),
         addons=dict(type="list", elements="dict", options=addon),
         log_types=dict(type="list", elements="str"),
         log_retention_days=dict(type="int", default=0),

@@ -254,6 +254,7 @@ dest_dir:
 """
 
 import hashlib
+import json
 import os
 import tempfile
 
@@ -483,6 +484,11 @@ def main():
             module.fail_json(msg="%s must be 0 or more, got %s" % (option, value))
     if module.params["rank_scan_bytes"] == 0:
         module.fail_json(msg="rank_scan_bytes must be more than 0")
+    for option in ("dest", "dest_dir"):
+        value = module.params[option]
+        if value is not None and (".." in value.split(os.sep) or any(ord(c) < 32 for c in value)):
+            module.fail_json(msg="%s must be a path without '..' components or control characters, got %s"
+                             % (option, json.dumps(value)))
     if module.params["dest"] and os.path.isdir(module.params["dest"]):
         module.fail_json(msg="dest %s is a directory; give a file path (or use all_ranks with dest_dir)"
                          % module.params["dest"])

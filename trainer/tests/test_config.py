@@ -1,6 +1,9 @@
 """Argument validation: every bad argument is a ConfigError naming the flag, before any process group."""
 
 import math
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -38,6 +41,8 @@ def test_parser_defaults_match_dataclass():
     ({"batch_size": 0}, "--batch-size"),
     ({"batch_size": -4}, "--batch-size"),
     ({"epochs": 0}, "--epochs"),
+    ({"epochs": 10**12}, "--epochs"),
+    ({"batch_size": 10**12}, "--batch-size"),
     ({"lr": 0.0}, "--lr"),
     ({"lr": -0.1}, "--lr"),
     ({"lr": math.nan}, "--lr"),
@@ -124,3 +129,15 @@ def test_cli_messages(args, needle, tmp_path):
     proc = single([*args, "--output-dir", str(tmp_path / "out")], timeout=120)
     assert proc.returncode == 2
     assert needle in proc.stderr
+
+
+def test_python_m_trainer_is_the_cli():
+    """`python -m trainer` runs the same CLI as `python -m trainer.train` (trainer/__main__.py)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-m", "trainer", "--epochs", "0"], cwd=root, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "argument --epochs" in proc.stderr
+    helped = subprocess.run([sys.executable, "-m", "trainer", "--help"], cwd=root, capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert helped.returncode == 0 and "--batch-size" in helped.stdout

@@ -36,6 +36,7 @@ def roles_state(iam, names):
         out[name] = {
             "arn": role["Arn"],
             "path": role["Path"],
+            "boundary": (role.get("PermissionsBoundary") or {}).get("PermissionsBoundaryArn", ""),
             "trust": as_document(role["AssumeRolePolicyDocument"]),
             "attached": attached,
             "inline": iam.list_role_policies(RoleName=name)["PolicyNames"],

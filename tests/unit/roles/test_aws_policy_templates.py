@@ -21,6 +21,7 @@ from ansible.plugins.test.core import TestModule as CoreTests
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 GOLDEN_DEPLOYER = os.path.join(ROOT, "docs", "policies", "trainfleet-deployer-policy.json")
+GOLDEN_BOUNDARY = os.path.join(ROOT, "docs", "policies", "trainfleet-permissions-boundary.json")
 
 IAM_VARS = {
     "_iam_partition": "aws",
@@ -38,6 +39,7 @@ IAM_VARS = {
     "iam_eks_addon_registry_accounts": ["602401143452"],
     "iam_node_managed_policy_names": ["AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy"],
     "iam_deployer_extra_statements": [],
+    "iam_permissions_boundary_name": "trainfleet-boundary",
 }
 BUCKET_ARN = "arn:aws:s3:::trainfleet-123456789012-us-west-2"
 KMS_ARN = "arn:aws:kms:us-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
@@ -72,6 +74,8 @@ def resources(statement):
 
 def assert_least_privilege(document, star_ok=()):
     for st in document["Statement"]:
+        if st["Effect"] == "Deny":
+            continue
         assert st["Effect"] == "Allow", st
         for act in actions(st):
             assert "*" not in act, "wildcard action %s" % act
@@ -162,25 +166,56 @@ def deployer_document(**overrides):
 
 def test_deployer_policy_names_every_action_and_scopes_resources():
     doc = deployer_document()
-    assert_least_privilege(
-        doc,
-        star_ok=(
-            "ecr:DescribeRepositories",
-            "ecr:GetAuthorizationToken",
-            "iam:ListPolicies",
-            "iam:ListRoles",
-            "s3:ListAllMyBuckets",
-            "tag:GetResources",
-        ),
-    )
+    star = [st for st in doc["Statement"] if st["Effect"] == "Allow" and "*" in resources(st)]
+    # Resource "*" only for reads, the registry login, service-linked roles (conditioned on the
+    # service) and the EC2 network calls eksctl makes (conditioned on the region).
+    for st in star:
+        assert st["Sid"] in ("ReadOnlyLookupsAndLeftoverCheck", "RegistryLogin", "ServiceLinkedRolesOfEksAndFsx",
+                             "ClusterNetworkInOurRegion"), st
+        if st["Sid"] == "ReadOnlyLookupsAndLeftoverCheck":
+            assert all(a.split(":")[1].startswith(("Describe", "List", "Get")) for a in actions(st)), st
+        if st["Sid"] == "ClusterNetworkInOurRegion":
+            assert st["Condition"] == {"StringEquals": {"aws:RequestedRegion": "us-west-2"}}
+    assert_least_privilege(doc, star_ok=[a for st in star for a in actions(st)])
     all_actions = [a for st in doc["Statement"] for a in actions(st)]
     assert "iam:PassRole" in all_actions
     for st in doc["Statement"]:
+        if st["Effect"] == "Deny":
+            continue
         for res in resources(st):
             if res.startswith("arn:aws:iam::123456789012:"):
-                assert res.startswith(("arn:aws:iam::123456789012:role/trainfleet/", "arn:aws:iam::123456789012:policy/trainfleet/"))
+                assert res.startswith(("arn:aws:iam::123456789012:role/trainfleet/", "arn:aws:iam::123456789012:policy/trainfleet/",
+                                       "arn:aws:iam::123456789012:role/eksctl-trainfleet-",
+                                       "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/"))
             if res.startswith("arn:aws:s3:::"):
                 assert res.startswith(BUCKET_ARN)
+
+
+def test_deployer_policy_requires_and_protects_the_boundary():
+    doc = deployer_document()
+    boundary = "arn:aws:iam::123456789012:policy/trainfleet/trainfleet-boundary"
+    by_sid = {st["Sid"]: st for st in doc["Statement"]}
+    for sid in ("CreateAndChangeRolesOnlyWithTheBoundary", "AttachOnlyNamedPoliciesToRolesWithTheBoundary"):
+        assert by_sid[sid]["Condition"]["StringEquals"]["iam:PermissionsBoundary"] == boundary
+    deny = by_sid["DenyRoleChangesWithoutTheBoundary"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"StringNotEquals": {"iam:PermissionsBoundary": boundary}}
+    assert set(actions(deny)) >= {"iam:CreateRole", "iam:AttachRolePolicy", "iam:PutRolePolicy", "iam:PutRolePermissionsBoundary"}
+    assert by_sid["DenyRemovingTheBoundary"]["Effect"] == "Deny"
+    assert "iam:DeleteRolePermissionsBoundary" in actions(by_sid["DenyRemovingTheBoundary"])
+    protect = by_sid["DenyChangingTheBoundaryPolicy"]
+    assert protect["Effect"] == "Deny" and resources(protect) == [boundary]
+    assert {"iam:CreatePolicyVersion", "iam:DeletePolicy", "iam:SetDefaultPolicyVersion"} <= set(actions(protect))
+
+
+def test_permissions_boundary_golden_file_is_current():
+    rendered = render("iam", "permissions-boundary.json.j2", IAM_VARS)
+    if os.environ.get("TRAINFLEET_UPDATE_GOLDEN"):
+        with open(GOLDEN_BOUNDARY, "w", encoding="utf-8") as handle:
+            handle.write(rendered.rstrip("\n") + "\n")
+    with open(GOLDEN_BOUNDARY, encoding="utf-8") as handle:
+        assert json.loads(handle.read()) == json.loads(rendered), (
+            "docs/policies/trainfleet-permissions-boundary.json is stale: rerun with TRAINFLEET_UPDATE_GOLDEN=1"
+        )
 
 
 def test_deployer_policy_takes_extra_statements():

@@ -67,6 +67,8 @@ def params(**kw):
     (group(kind="trainium", efa=True, instance_types=["trn1.32xlarge", "trn1n.32xlarge"]), "exactly one instance type"),
     (group(min_size=3, desired_size=1, max_size=2), "min_size <= desired_size <= max_size"),
     (group(min_size=0, desired_size=0, max_size=0), "max_size must be >= 1"),
+    (group(min_size=0, desired_size=1, max_size=100000), "max_size must be <= 1000, got 100000"),
+    (group(name="ng\n"), "name must match"),
     (group(taints=[{"key": "a", "effect": "Nope"}]), "effect must be one of"),
     (group(spot=True, capacity_reservation_id="cr-0123456789abcdef0"), "exclude each other"),
     (group(capacity_reservation_id="reservation"), "capacity_reservation_id must look like"),
@@ -165,6 +167,28 @@ def test_render_trainium_group():
     assert ng["amiFamily"] == "AmazonLinux2023"
     assert cfg["metadata"]["version"] == "1.33"
     assert cfg["addonsConfig"] == {"autoApplyPodIdentityAssociations": True}
+
+
+def test_render_puts_the_permissions_boundary_on_every_role_eksctl_creates():
+    arn = "arn:aws:iam::123456789012:policy/trainfleet/trainfleet-boundary"
+    cfg = E.render_cluster_config(params(
+        permissions_boundary_arn=arn, managed_node_groups=[group()],
+        pod_identity_associations=[{"namespace": "trainfleet", "serviceAccountName": "sa",
+                                    "permissionPolicyARNs": ["arn:aws:iam::123456789012:policy/trainfleet/p"]}]))
+    assert cfg["iam"]["serviceRolePermissionsBoundary"] == arn
+    assert [a["permissionsBoundaryARN"] for a in cfg["iam"]["podIdentityAssociations"]] == [arn]
+    assert [g["iam"]["instanceRolePermissionsBoundary"] for g in cfg["managedNodeGroups"]] == [arn]
+    plain = E.render_cluster_config(params(managed_node_groups=[group()]))
+    assert "serviceRolePermissionsBoundary" not in plain["iam"] and "iam" not in plain["managedNodeGroups"][0]
+
+
+def test_render_limits_the_public_endpoint_and_blocks_pod_imds():
+    cfg = E.render_cluster_config(params(public_access_cidrs=["198.51.100.0/24"],
+                                         managed_node_groups=[group(), group(name="open", allow_pod_imds=True)]))
+    assert cfg["vpc"]["publicAccessCIDRs"] == ["198.51.100.0/24"]
+    assert [g["disablePodIMDS"] for g in cfg["managedNodeGroups"]] == [True, False]
+    private = E.render_cluster_config(params(endpoint_public_access=False, public_access_cidrs=["198.51.100.0/24"]))
+    assert "publicAccessCIDRs" not in private["vpc"]
 
 
 def test_render_spot_uses_instance_types():
@@ -395,6 +419,10 @@ def moto_server():
     proc.wait(timeout=30)
 
 
+# The eks_cluster role requires the CIDRs allowed to reach a public API endpoint (issue 11, Medium 7).
+API_CIDRS = ["-e", json.dumps({"eks_cluster_endpoint_public_access_cidrs": ["198.51.100.0/24"]})]
+
+
 def ansible_playbook(args, timeout=600):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1", **AWS_ENV)
     return subprocess.run([os.path.join(VENV_BIN, "ansible-playbook")] + args, cwd=ROOT, env=env,
@@ -405,7 +433,7 @@ def render_scenario(endpoint, scenario, out):
     example = [] if scenario == INVENTORY else ["-e", "@examples/aws/%s.yml" % scenario]
     return ansible_playbook(["--check", "-i", "inventories/aws", "tests/golden/render_eksctl.yml"] + example +
                             ["-e", "trainfleet_aws_endpoint_url=%s" % endpoint, "-e", "golden_out=%s" % out,
-                             "-e", "golden_out_nodegroups=%s.nodegroups" % out])
+                             "-e", "golden_out_nodegroups=%s.nodegroups" % out] + API_CIDRS)
 
 
 @pytest.fixture(scope="module")
@@ -504,7 +532,8 @@ def test_role_preflight_rejects_bad_node_group_before_anything(moto_server, tmp_
     out = tmp_path / "never.yaml"
     proc = ansible_playbook(
         ["--check", "-i", "inventories/aws", "tests/golden/render_eksctl.yml", "-e", "@examples/aws/cpu.yml",
-         "-e", "@%s" % extra, "-e", "trainfleet_aws_endpoint_url=%s" % moto_server, "-e", "golden_out=%s" % out])
+         "-e", "@%s" % extra, "-e", "trainfleet_aws_endpoint_url=%s" % moto_server, "-e", "golden_out=%s" % out]
+        + API_CIDRS)
     assert proc.returncode != 0
     assert "nodegroups_groups[0] (cpu) is invalid" in proc.stdout
     assert "Reconcile the EKS cluster" not in proc.stdout
@@ -552,7 +581,7 @@ def run_with_stub(endpoint, scenario, tmp_path, *extra):
     args = ["-i", "inventories/aws", "tests/golden/render_eksctl.yml", "-e", "@examples/aws/%s.yml" % scenario,
             "-e", "trainfleet_aws_endpoint_url=%s" % endpoint, "-e", "golden_out=%s" % (tmp_path / "out.yaml"),
             "-e", "eks_cluster_eksctl_install_method=path", "-e", "trainfleet_kubeconfig=%s" % (tmp_path / "kc"),
-            "-e", "eks_cluster_config_path=%s" % (tmp_path / "cfg.yaml")] + list(extra)
+            "-e", "eks_cluster_config_path=%s" % (tmp_path / "cfg.yaml")] + API_CIDRS + list(extra)
     old_path = os.environ["PATH"]
     os.environ["PATH"] = "%s:%s" % (bin_dir, old_path)
     try:

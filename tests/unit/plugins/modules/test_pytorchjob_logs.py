@@ -247,6 +247,9 @@ def test_rank0_log_unreadable_fails(run_module, fake_service, load):
     ({"name": "a", "rank_scan_tail_lines": -1}, "rank_scan_tail_lines must be 0 or more"),
     ({"name": "a", "tail_lines": -5}, "tail_lines must be 0 or more"),
     ({"name": "a", "rank_scan_bytes": 0}, "rank_scan_bytes must be more than 0"),
+    ({"name": "a", "dest": "/tmp/logs/../../etc/x.log"}, "dest must be a path without '..' components"),
+    ({"name": "a", "all_ranks": True, "dest_dir": "/tmp/../x"}, "dest_dir must be a path without '..' components"),
+    ({"name": "a", "dest": "/tmp/x.log\n"}, 'got "/tmp/x.log\\n"'),
 ])
 def test_argument_errors(run_module, fake_service, args, message):
     failed, result = run_module(module, args, fake_service())

@@ -1,0 +1,239 @@
+# -*- coding: utf-8 -*-
+"""Bad and hostile inputs to every step, each run the way users run it (issue 11, Proof).
+
+Each case is one `ansible-playbook -i inventories/<platform> playbooks/<step>.yml -e @vars.json`
+(the values in a JSON vars file so that newlines and quotes arrive intact) against a private moto
+server and an unreachable cluster (tests/adversarial/conftest.py). For every case:
+
+- refused: the run fails, and the failing task is a preflight/validation task of the roles;
+- before any API call: the moto server logged no request and the cluster listener saw no
+  connection during the run;
+- the message names the role variable and quotes the value (JSON-quoted, as the roles print it);
+- nothing exists afterwards: no role, policy, bucket, repository or cluster on the endpoint, and
+  no file written under the temporary HOME outside the trainfleet cache.
+
+The steps on the local platform run with --check (a case that were not refused must not touch
+this machine's Docker engine); the AWS steps run for real against the private endpoint.
+A summary (cases, refused, created, leaked) is written to out/test-reports/adversarial-figures.json.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+
+import pytest
+import yaml
+
+from tests.adversarial.conftest import FAKE_SECRETS, ROOT
+
+NL = "\n"
+BIG = 10 ** 12
+INJECT = "x\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: injected}"
+IMAGE = "registry.example/trainfleet/trainer:adversarial"
+GROUP = {"name": "cpu", "kind": "cpu", "instance_types": ["m5.large"], "min_size": 1, "desired_size": 1, "max_size": 2}
+
+
+def case(step, inventory, variable, value, extra=None, quote=None, check=False, playbook=None):
+    """One hostile input: `variable` (named in the message) set to `value` (quoted in it)."""
+    return dict(step=step, inventory=inventory, variable=variable, value=value, extra=extra or {},
+                quote=json.dumps(value) if quote is None else quote, check=check,
+                playbook=playbook or "playbooks/%s.yml" % step)
+
+
+TRAIN = {"pytorchjob_image": IMAGE}
+CASES = [
+    # iam
+    case("iam", "aws", "iam_path", "/"),
+    case("iam", "aws", "iam_path", "/trainfleet/" + NL),
+    case("iam", "aws", "iam_name_prefix", "tf" + NL),
+    case("iam", "aws", "iam_training_role_name", "role" + NL + "x"),
+    case("iam", "aws", "iam_training_namespace", "kube system"),
+    case("iam", "aws", "iam_training_service_account", "trainer" + NL),
+    case("iam", "aws", "iam_cluster_name", "trainfleet" + NL),
+    case("iam", "aws", "iam_s3_bucket_name", "Bad_Bucket"),
+    case("iam", "aws", "iam_s3_prefix", "training/../"),
+    case("iam", "aws", "iam_training_max_session_duration", BIG),
+    case("iam", "aws", "iam_identity_mode", "root"),
+    case("iam", "aws", "iam_s3_kms_key_arn", "arn:aws:kms:us-west-2:123456789012:key/*"),
+    case("iam", "aws", "iam_ecr_repository_names", ["Trainfleet/Trainer"]),
+    case("iam", "aws", "iam_eks_addon_registry_accounts", ["12345"]),
+    case("iam", "aws", "iam_node_managed_policy_names", ["AmazonEKSWorkerNodePolicy", "AdministratorAccess"]),
+    case("iam", "aws", "iam_node_managed_policy_names", ["AmazonEKSWorkerNodePolicy", "AmazonEC2FullAccess"]),
+    case("iam", "aws", "iam_permissions_boundary_name", "trainfleet-boundary" + NL),
+    case("iam", "aws", "iam_deployer_extra_statements",
+         [{"Effect": "Allow", "Action": "s3:Get?bject", "Resource": "arn:aws:s3:::b/*"}], quote='"s3:Get?bject"'),
+    case("iam", "aws", "iam_deployer_extra_statements",
+         [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}], quote='"Resource": "*"'),
+    # s3
+    case("s3", "aws", "s3_bucket_name", "trainfleet-bucket" + NL),
+    case("s3", "aws", "s3_bucket_name", "UPPER-case"),
+    case("s3", "aws", "s3_bucket_name", "192.168.1.1"),
+    case("s3", "aws", "s3_checkpoint_prefix", "checkpoints/../"),
+    case("s3", "aws", "s3_checkpoint_expiration_days", BIG),
+    case("s3", "aws", "s3_encryption", "none"),
+    # registry (ECR)
+    case("registry", "aws", "ecr_repository_name", "trainfleet/trainer" + NL),
+    case("registry", "aws", "ecr_repository_name", "../etc"),
+    case("registry", "aws", "ecr_keep_images", BIG),
+    case("registry", "aws", "ecr_encryption_type", "NONE"),
+    # cluster (EKS)
+    case("cluster", "aws", "eks_cluster_name", "trainfleet" + NL),
+    case("cluster", "aws", "eks_cluster_vpc_cidr", "10.0.0.0/8"),
+    case("cluster", "aws", "eks_cluster_vpc_cidr", "10.42.0.0/16" + NL),
+    case("cluster", "aws", "eks_cluster_vpc_cidr", "300.1.2.3/16"),
+    case("cluster", "aws", "eks_cluster_timeout", "100000h"),
+    case("cluster", "aws", "eks_cluster_region", "us-west-2" + NL),
+    case("cluster", "aws", "eks_cluster_version", "1.33" + NL),
+    case("cluster", "aws", "eks_cluster_eksctl_version", "0.210.0; rm -rf /"),
+    case("cluster", "aws", "eks_cluster_endpoint_public_access_cidrs", []),
+    case("cluster", "aws", "eks_cluster_endpoint_public_access_cidrs", ["0.0.0.0/0"]),
+    # nodegroups
+    case("nodegroups", "aws", "nodegroups_groups", [dict(GROUP, max_size=100000)], quote="100000"),
+    case("nodegroups", "aws", "nodegroups_groups", [dict(GROUP, name="cpu" + NL)], quote='cpu\n'),
+    case("nodegroups", "aws", "nodegroups_timeout", "999h"),
+    # device_plugins
+    case("device_plugins", "aws", "device_plugins_namespace", "kube-system" + NL),
+    case("device_plugins", "aws", "device_plugins_namespace", INJECT),
+    case("device_plugins", "aws", "device_plugins_wait_timeout", BIG),
+    case("device_plugins", "aws", "device_plugins_nvidia_version", "v0.17.2" + NL),
+    case("device_plugins", "aws", "device_plugins_efa_image", "evil" + NL + "image"),
+    # training_operator
+    case("training_operator", "aws", "training_operator_overlay", "manifests/../../etc"),
+    case("training_operator", "aws", "training_operator_namespace", "kubeflow" + NL),
+    case("training_operator", "aws", "training_operator_wait_timeout", BIG),
+    case("training_operator", "aws", "training_operator_version", "v1.9.3" + NL),
+    # storage
+    case("storage", "aws", "storage_namespace", INJECT),
+    case("storage", "aws", "storage_class_name", "Bad Class"),
+    case("storage", "aws", "storage_size", "1200Gi" + NL),
+    case("storage", "aws", "storage_fsx_s3_import_path", "s3://bucket/x" + NL, extra={"storage_backend": "fsx"}),
+    case("storage", "local", "storage_hostpath_path", "/var/local/../../etc", check=True),
+    case("storage", "local", "storage_hostpath_path", "/etc/trainfleet", check=True),
+    # trainer_image
+    case("trainer_image", "aws", "trainer_image_repository", "evil" + NL),
+    case("trainer_image", "aws", "trainer_image_tag", "latest" + NL,
+         extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),
+    case("trainer_image", "aws", "trainer_image_build_timeout", BIG,
+         extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),
+    # train
+    case("train", "aws", "pytorchjob_name", "job" + NL, extra=TRAIN),
+    case("train", "aws", "pytorchjob_namespace", "kube system", extra=TRAIN),
+    case("train", "aws", "pytorchjob_worker_replicas", 100000, extra=TRAIN),
+    case("train", "aws", "pytorchjob_nproc_per_node", 1000, extra=TRAIN),
+    case("train", "aws", "pytorchjob_trainer_batch_size", BIG, extra=TRAIN),
+    case("train", "aws", "pytorchjob_wait_timeout", BIG, extra=TRAIN),
+    case("train", "aws", "pytorchjob_manifest_dest", "MANIFEST_ESCAPE", extra=TRAIN),
+    case("train", "aws", "pytorchjob_log_dest", "/tmp/../etc/trainfleet.log", extra=TRAIN),
+    case("train", "aws", "pytorchjob_pvc_mount_path", "/data/../etc", extra=TRAIN),
+    case("train", "aws", "pytorchjob_image", IMAGE + NL),
+    case("train", "aws", "pytorchjob_aws_endpoint_url", "http://x" + NL, extra=TRAIN),
+    case("train", "aws", "pytorchjob_env", [{"name": "WANDB_API_KEY", "value": "wandb-literal-secret-0123456789"}],
+         extra=TRAIN, quote='"WANDB_API_KEY"'),
+    case("train", "aws", "pytorchjob_env", [{"name": "HF_Token", "value": "hf-literal-secret-0123456789"}],
+         extra=TRAIN, quote='"HF_Token"'),
+    # teardown
+    case("teardown", "aws", "teardown_tags", {}),
+    case("teardown", "aws", "teardown_iam_path", "/"),
+    case("teardown", "aws", "teardown_s3_bucket_names", ["bucket" + NL]),
+    case("teardown", "aws", "teardown_retries", 1000),
+    # local steps (check mode: a case that were not refused must not touch this machine)
+    case("local_host", "local", "docker_engine_runc_path", '/usr/bin/runc")' + NL + "import os", check=True),
+    case("local_host", "local", "docker_engine_start_timeout", BIG, check=True),
+    case("registry", "local", "local_registry_name", "registry" + NL, check=True),
+    case("cluster", "local", "kind_cluster_state", "bogus", check=True),
+]
+SECRET_VALUES = ("wandb-literal-secret-0123456789", "hf-literal-secret-0123456789")
+
+
+def _ids():
+    seen = {}
+    out = []
+    for item in CASES:
+        key = "%s-%s-%s" % (item["inventory"], item["step"], item["variable"])
+        seen[key] = seen.get(key, 0) + 1
+        out.append("%s-%d" % (key, seen[key]))
+    return out
+
+
+def _validation_tasks():
+    """Names of the tasks that validate inputs: every task of roles/*/tasks/preflight.yml."""
+    names = set()
+    for path in glob.glob(os.path.join(str(ROOT), "roles", "*", "tasks", "preflight.yml")):
+        role = path.split(os.sep)[-3]
+        with open(path) as handle:
+            for task in yaml.safe_load(handle) or []:
+                if task.get("name"):
+                    names.add("trainfleet.training.%s : %s" % (role, task["name"]))
+    return names
+
+
+VALIDATION_TASKS = _validation_tasks()
+FAILED_RE = re.compile(r"^(fatal|failed): \[localhost\]", re.M)
+TASK_RE = re.compile(r"^TASK \[(.*)\] \**$", re.M)
+FIGURES = {"cases": len(CASES), "refused": 0, "created": 0, "leaked": 0, "api_calls": 0}
+
+
+def failed_task(out):
+    """(task header, result dict) of the first failed result in the output (a loop item's too).
+
+    A label with a newline spreads "failed: [host] (item=...) => {json}" over several lines, so
+    the result is read from the text after the first " => " that follows the failure mark.
+    """
+    match = FAILED_RE.search(out)
+    if match is None:
+        return None, None
+    headers = TASK_RE.findall(out[:match.start()])
+    rest = out[match.start():]
+    result, _end = json.JSONDecoder().raw_decode(rest[rest.index(" => ") + 4:])
+    return (headers[-1] if headers else None), result
+
+
+@pytest.fixture(scope="module", autouse=True)
+def figures():
+    yield FIGURES
+    reports = ROOT / "out" / "test-reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    (reports / "adversarial-figures.json").write_text(json.dumps(FIGURES, indent=2) + "\n")
+    print("\nadversarial figures: %s" % json.dumps(FIGURES))
+
+
+@pytest.mark.parametrize("item", CASES, ids=_ids())
+def test_hostile_input_is_refused_before_anything(world, item):
+    value = item["value"]
+    quote = item["quote"]
+    if value == "MANIFEST_ESCAPE":
+        value = str(world.cache) + "/manifests/../../escaped-manifest.yaml"
+        quote = json.dumps(value)
+    world.reset_if_dirty()
+    calls_before, conns_before = world.api_calls(), world.cluster.count
+    extra = dict(item["extra"])
+    extra[item["variable"]] = value
+    run = world.run(item["playbook"], item["inventory"], extra, args=["--check"] if item["check"] else [],
+                    name=item["step"] + "-" + item["variable"])
+    out = run["out"]
+    api_calls = world.api_calls() - calls_before
+    connections = world.cluster.count - conns_before
+    FIGURES["api_calls"] += api_calls + connections
+    assert run["rc"] not in (0, None), "not refused (rc=%s):\n%s" % (run["rc"], out[-4000:])
+    task, result = failed_task(out)
+    assert task is not None, out[-4000:]
+    assert task in VALIDATION_TASKS or "Validating arguments against arg spec" in task, \
+        "failed in %r, not in a preflight task:\n%s" % (task, out[-3000:])
+    msg = result.get("msg", "")
+    assert item["variable"] in msg, "message does not name %s: %s" % (item["variable"], msg)
+    # The argument spec (types, choices) quotes the value its own way: "..., got: VALUE".
+    spec_quote = "got: %s" % (value,)
+    assert quote in msg or ("arg spec" in task and spec_quote in msg), \
+        "message does not quote %s: %s" % (quote, msg)
+    FIGURES["refused"] += 1
+    assert api_calls == 0 and connections == 0, \
+        "%d API call(s), %d cluster connection(s) before the refusal" % (api_calls, connections)
+    created = world.aws_resources() + world.files_outside_cache()
+    FIGURES["created"] += len(created)
+    assert created == [], created
+    leaked = [s for s in SECRET_VALUES + tuple(FAKE_SECRETS.values()) if s in out]
+    FIGURES["leaked"] += len(leaked)
+    assert leaked == []
