@@ -127,8 +127,8 @@ class World(object):
             if rel.parts[0] in ("cache", ".ansible") or path.is_dir():
                 continue
             found.append(str(rel))
-        found.extend(str(p) for p in self.base.iterdir() if p.name not in ("home", "kubeconfig-unreachable",
-                                                                             "moto", "vars"))
+        skipped = ("home", "kubeconfig-unreachable", "moto", "vars")
+        found.extend(str(p) for p in self.base.iterdir() if p.name not in skipped)
         return sorted(found)
 
     def aws_resources(self):

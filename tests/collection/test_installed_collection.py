@@ -26,7 +26,6 @@ import boto3
 import pytest
 import yaml
 
-from tests.support.moto import MotoStartError, moto_server
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -353,17 +352,6 @@ USER_PLAYBOOK = """\
         that: leftovers.arns | length == 0
         fail_msg: "created in check mode: {{ leftovers.arns }}"
 """
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint(tmp_path_factory):
-    """A moto server of our own on a free loopback port, with the AWS managed IAM policies."""
-    log_path = tmp_path_factory.mktemp("moto") / "moto-server.log"
-    try:
-        with moto_server(log_path, env={"MOTO_IAM_LOAD_MANAGED_POLICIES": "true"}) as url:
-            yield url
-    except MotoStartError as exc:
-        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module")

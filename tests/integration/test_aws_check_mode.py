@@ -21,7 +21,6 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.support.moto import MotoStartError, moto_server
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -80,17 +79,6 @@ STEPS = {
         "does not exist yet, so the job was rendered and validated only (no cluster lookups)",
     ]),
 }
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint(tmp_path_factory):
-    """A moto server of our own on a free loopback port, with the AWS managed IAM policies."""
-    log_path = tmp_path_factory.mktemp("moto") / "moto-server.log"
-    try:
-        with moto_server(log_path, env={"MOTO_IAM_LOAD_MANAGED_POLICIES": "true"}) as url:
-            yield url
-    except MotoStartError as exc:
-        pytest.fail(str(exc))
 
 
 def _docker_has(image):

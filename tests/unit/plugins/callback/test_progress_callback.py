@@ -69,7 +69,7 @@ def test_progress_lines_instead_of_retry_alarms(tmp_path):
     assert waits, out
     # throttled: consecutive lines of one task are at least the interval (2 s) apart, by their own
     # elapsed times (whole seconds, so >= 1 after rounding), whatever the machine's load
-    elapsed = [int(e) for _, e in waits]
+    elapsed = [int(seconds) for _attempt, seconds in waits]
     assert all(b - a >= 1 for a, b in zip(elapsed, elapsed[1:])), waits
     slow = re.findall(r"^  \.\.\. Wait for the slow job: slow: (compiling part \d|starting) \((\d+)s\)$", out, re.M)
     assert slow, out

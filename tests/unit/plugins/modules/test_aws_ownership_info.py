@@ -27,8 +27,8 @@ def aws(monkeypatch):
     with moto.mock_aws():
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket="ours-bucket")
-        s3.put_bucket_tagging(Bucket="ours-bucket", Tagging={"TagSet": [{"Key": "project", "Value": "trainfleet"},
-                                                                         {"Key": "trainfleet-step", "Value": "s3"}]})
+        ours_tags = [{"Key": "project", "Value": "trainfleet"}, {"Key": "trainfleet-step", "Value": "s3"}]
+        s3.put_bucket_tagging(Bucket="ours-bucket", Tagging={"TagSet": ours_tags})
         s3.create_bucket(Bucket="their-bucket")
         ecr = boto3.client("ecr", region_name="us-east-1")
         ecr.create_repository(repositoryName="their/repo", tags=[{"Key": "project", "Value": "other"}])
