@@ -1,8 +1,6 @@
 """``python -m trainer``: the trainer's command line, the same as ``python -m trainer.train``."""
 
-import sys
-
-from trainer.train import main
+from trainer.train import exit_now, main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

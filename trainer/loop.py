@@ -226,13 +226,32 @@ def run(cfg, ctx):
                     log(snapshot_line(epoch, uri))
         if stopping:
             log(stopped_line(epoch, "--stop-after-epoch"))
+            finish_together(ctx, None)
             return 0
 
     if not history:
         raise RuntimeError("no epoch was trained and no snapshot holds metrics")
+    error = None
     if ctx.is_rank0:
-        log(result_line(write_outputs(cfg, ctx, model, spec, history, started, resumed_from, outputs)))
+        try:
+            log(result_line(write_outputs(cfg, ctx, model, spec, history, started, resumed_from, outputs)))
+        except Exception as exc:  # pylint: disable=broad-except
+            error = exc
+    finish_together(ctx, error)
     return 0
+
+
+def finish_together(ctx, error):
+    """Every rank waits here until rank 0 has written its outputs, so that all ranks end alike.
+
+    ``error`` (rank 0's, if writing failed) is raised after the wait on rank 0; the other ranks fail
+    with a RuntimeError saying so, instead of exiting 0 beside a failed rank 0.
+    """
+    ok = dist.all_ok(ctx, error is None)
+    if error is not None:
+        raise error
+    if not ok:
+        raise RuntimeError("rank 0 could not write the final outputs (its log says why)")
 
 
 def check_environment(cfg):

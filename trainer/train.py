@@ -5,6 +5,7 @@ process within a second with exit code 2 and a message naming the argument and t
 and no process group is ever started. The training loop lives in trainer.loop.
 """
 
+import os
 import sys
 
 from trainer import emit
@@ -48,5 +49,20 @@ def main(argv=None):
         return _fail(exc, EXIT_DATA_ERROR)
 
 
+def exit_now(code):
+    """Flush and leave without the interpreter's exit-time destructors.
+
+    With torch 2.15 and gloo, a process that trained a DDP model aborts at interpreter exit about
+    one time in six, after destroy_process_group ("terminate called without an active exception",
+    SIGABRT), so a finished run was reported as a failed rank and torchrun failed the job. Every
+    output is written and flushed by then; os._exit skips only those destructors (measured with a
+    2-process DDP script under torchrun: 2 aborts in 12 runs with a normal exit, 4 in 12 when the
+    DDP model was deleted first, 0 in 36 with os._exit).
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # pylint: disable=protected-access
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
