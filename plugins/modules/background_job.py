@@ -173,7 +173,8 @@ def main():
                          % (module.params["timeout"], module.params["tail_lines"]))
     if module.params["state"] == "started":
         _start(module)
-    _wait(module)
+    else:
+        _wait(module)
 
 
 if __name__ == "__main__":

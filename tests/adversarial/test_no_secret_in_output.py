@@ -18,14 +18,12 @@ test records that it is the only credential part printed.
 from __future__ import annotations
 
 import base64
-import shutil
-import subprocess
-import tarfile
 
 import boto3
 import pytest
 
 from tests.adversarial.conftest import FAKE_KUBE_TOKEN, FAKE_SECRETS
+from tests.support.docker import empty_image
 
 POD_SECRET_KEY = "adversarialPodSecretKey0123456789abcdefFAKE"
 POD_ACCESS_KEY = "AKIAADVERSARIALPODKEY"
@@ -45,18 +43,8 @@ TRAIN_VARS = {
 @pytest.fixture(scope="module")
 def base_image(tmp_path_factory):
     """An empty local image for the trainer_image step's check mode (it never pulls)."""
-    if shutil.which("docker") is None:
-        pytest.fail("the trainer_image step needs the Docker engine (make setup installs it)")
-    archive = tmp_path_factory.mktemp("base") / "empty.tar"
-    with tarfile.open(archive, "w"):
-        pass
-    subprocess.run(["docker", "import", str(archive), STAND_IN_BASE_IMAGE], check=True,
-                   stdout=subprocess.DEVNULL, timeout=120)
-    try:
-        yield STAND_IN_BASE_IMAGE
-    finally:
-        subprocess.run(["docker", "rmi", STAND_IN_BASE_IMAGE], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=120, check=False)
+    with empty_image(STAND_IN_BASE_IMAGE, tmp_path_factory.mktemp("base")) as image:
+        yield image
 
 
 @pytest.fixture(scope="module")

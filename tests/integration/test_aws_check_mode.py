@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
 import boto3
 import pytest
+
+from tests.support.docker import empty_image, has_image
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,29 +81,14 @@ STEPS = {
 }
 
 
-def _docker_has(image):
-    return subprocess.run(["docker", "image", "inspect", image], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL, timeout=60, check=False).returncode == 0
-
-
 @pytest.fixture(scope="module")
 def base_image(tmp_path_factory):
     """The trainer's base image; an empty stand-in where the local stack has not built it yet."""
-    if shutil.which("docker") is None:
-        pytest.fail("the trainer_image step needs the Docker engine (make setup installs it)")
-    if _docker_has(BASE_IMAGE):
+    if has_image(BASE_IMAGE):
         yield BASE_IMAGE
         return
-    archive = tmp_path_factory.mktemp("base") / "empty.tar"
-    with tarfile.open(archive, "w"):
-        pass
-    subprocess.run(["docker", "import", str(archive), STAND_IN_BASE_IMAGE], check=True,
-                   stdout=subprocess.DEVNULL, timeout=120)
-    try:
-        yield STAND_IN_BASE_IMAGE
-    finally:
-        subprocess.run(["docker", "rmi", STAND_IN_BASE_IMAGE], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=120, check=False)
+    with empty_image(STAND_IN_BASE_IMAGE, tmp_path_factory.mktemp("base")) as image:
+        yield image
 
 
 @pytest.fixture(scope="module")
