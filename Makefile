@@ -6,7 +6,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export TRAINFLEET_CACHE ?= $(HOME)/.cache/trainfleet
 REPORTS := $(CURDIR)/out/test-reports
 
-.PHONY: setup demo cold-demo test lint sanity unit integration collection-test adversarial trainer-test molecule molecule-default bench-trainer teardown clean help
+.PHONY: setup demo cold-demo test lint sanity unit integration collection-test adversarial trainer-test molecule molecule-default molecule-existing bench-trainer teardown clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -48,11 +48,14 @@ adversarial: setup  ## pytest tests/adversarial (hostile inputs to every step: r
 trainer-test: setup  ## pytest trainer/tests (real torchrun, moto)
 	@bash scripts/test.sh trainer
 
-molecule: setup  ## the molecule scenarios make test runs (aws: AWS roles on the local endpoint; default: the local stack on kind)
+molecule: setup  ## the molecule scenarios make test runs (aws: AWS roles on the local endpoint; default: the local stack on kind; existing: site.yml on a cluster trainfleet did not create)
 	@bash scripts/test.sh molecule
 
 molecule-default: setup  ## only molecule/default: the local stack end to end on kind
 	@MOLECULE_SCENARIOS=default bash scripts/test.sh molecule
+
+molecule-existing: setup  ## only molecule/existing: the existing platform on a kind cluster the scenario makes
+	@MOLECULE_SCENARIOS=existing bash scripts/test.sh molecule
 
 bench-trainer: setup  ## samples/s for 1 and 2 processes (synthetic data) and scaling efficiency
 	python trainer/bench.py

@@ -114,6 +114,8 @@ class World(object):
         extra = {"trainfleet_kubeconfig": str(self.kubeconfig)}
         if inventory == "aws":
             extra["trainfleet_aws_endpoint_url"] = self.endpoint
+            # Only the Go module proxy is reachable here, not the operator release's git repository.
+            extra["platform_aws_operator_manifests"] = "go_module"
         return extra
 
     def api_calls(self):

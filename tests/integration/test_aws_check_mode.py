@@ -112,7 +112,10 @@ def check_run(moto_endpoint, base_image, tmp_path_factory):
             "-e", "@examples/aws/cpu.yml",
             # Required with a public API endpoint (a documentation range: nothing is created).
             "-e", '{"eks_cluster_endpoint_public_access_cidrs": ["198.51.100.0/24"]}',
-            "-e", "trainer_image_base_image=" + base_image]
+            "-e", "trainer_image_base_image=" + base_image,
+            # Only the Go module proxy is reachable here, not the release's git repository: the
+            # operator's manifests come from the same pinned version's Go module.
+            "-e", "platform_aws_operator_manifests=go_module"]
     started = time.monotonic()
     try:
         proc = subprocess.run(argv, cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

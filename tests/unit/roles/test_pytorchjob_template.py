@@ -28,12 +28,34 @@ TEMPLATE = os.path.join(ROLE, "templates", "pytorchjob.yaml.j2")
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "pytorchjob_role")
 PLAYBOOK_TIMEOUT = 300
 
+NODES = {kind: {"node_selector": {}, "tolerations": []} for kind in ("cpu", "gpu", "neuron")}
+
+
+def contract(**object_store):
+    """A platform contract (roles/platform, argument spec `contract`) with the parts the role reads."""
+    store = {"kind": "s3", "bucket": "trainfleet-data", "region": "us-east-1", "endpoint_url": "",
+             "pod_endpoint_url": "", "credentials": "pod_identity", "credentials_secret": ""}
+    store.update(object_store)
+    return {
+        "platform": "aws", "created_by_trainfleet": True,
+        "kubeconfig": "/tmp/trainfleet-test-cache/kubeconfig-trainfleet", "context": "",
+        "registry": {"prefix": "localhost:5001/trainfleet", "trainer_repository": "localhost:5001/trainfleet/trainer",
+                     "login": "none", "pull": "mirror", "pull_secret": "", "base_image": "trainfleet/debian-base:bookworm",
+                     "base_image_local": True},
+        "object_store": store,
+        "storage": {"backends": ["hostpath"], "class_name": ""},
+        "nodes": NODES,
+        "operator": {"install": True, "image": "", "init_image": "", "manifests": "go_module"},
+        "aws": {"account": True, "region": "us-east-1", "endpoint_url": ""},
+    }
+
+
 SHARED = {
-    "trainfleet_platform": "local",
     "trainfleet_name": "trainfleet",
     "trainfleet_cache_dir": "/tmp/trainfleet-test-cache",
     "trainfleet_aws_region": "us-east-1",
     "trainfleet_tags": {"project": "trainfleet"},
+    "trainfleet_cluster": contract(),
 }
 IMAGE = "localhost:5001/trainfleet/trainer:test"
 DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -432,9 +454,15 @@ def test_inventory_examples_render(platform):
                 overrides.update(yaml.safe_load(handle) or {})
     with open(os.path.join(group_vars, "train.yml")) as handle:
         overrides.update(yaml.safe_load(handle))
-    overrides["trainfleet_platform"] = platform
     overrides["trainer_image_ref"] = IMAGE
-    overrides["local_aws_pod_endpoint_url"] = "http://172.18.0.1:5050"
+    if platform == "local":
+        overrides["trainfleet_cluster"] = contract(
+            kind="s3_compatible", bucket="trainfleet-local", endpoint_url="http://127.0.0.1:5050",
+            pod_endpoint_url="http://172.18.0.1:5050", credentials="secret", credentials_secret="trainfleet-aws-local")
+    else:
+        aws = contract(bucket="trainfleet-123456789012-us-west-2", region="us-west-2")
+        aws["nodes"] = dict(NODES, cpu={"node_selector": {"trainfleet.io/nodegroup": "cpu"}, "tolerations": []})
+        overrides["trainfleet_cluster"] = aws
     job, text = render(**overrides)
     env = env_of(job, "Master")
     if platform == "local":
