@@ -97,7 +97,8 @@ def test_secrets_are_granted_in_the_operator_namespace_only(tmp_path):
 
 def test_hostile_namespace_stays_one_value(tmp_path):
     evil = "kubeflow\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: injected}"
-    variables = dict(_template_vars(tmp_path), training_operator_namespace=evil)
+    variables = _template_vars(tmp_path)
+    variables["training_operator_namespace"] = evil
     docs = [d for d in yaml.safe_load_all(_render("trainfleet-rbac.yaml.j2", **variables)) if d]
     assert [d["kind"] for d in docs] == ["Role", "RoleBinding"]
     assert docs[0]["metadata"]["namespace"] == evil
