@@ -510,8 +510,7 @@ def test_pods_meet_the_restricted_pod_security_standard_by_default(overrides):
         # the operator's init container runs as the pod's numeric user, dropping every capability
         init = pods["Worker"]["initContainers"][0]
         assert init["name"] == "init-pytorch"
-        assert init["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
-                                           "runAsNonRoot": True}
+        assert init["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 def test_restricted_checker_sees_what_the_opt_ins_allow():

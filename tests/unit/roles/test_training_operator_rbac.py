@@ -193,5 +193,4 @@ def test_init_container_template_is_restricted(rendered):
     config = [d for d in ours if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "training-operator-init-container"][0]
     text = re.sub(r"\{\{\.[A-Za-z]+\}\}", "x", config["data"]["initContainer.yaml"])
     init = yaml.safe_load(text)[0]
-    assert init["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
-                                       "runAsNonRoot": True}
+    assert init["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
