@@ -112,6 +112,9 @@ CASES = [
     case("storage", "aws", "storage_fsx_s3_import_path", "s3://bucket/x" + NL, extra={"storage_backend": "fsx"}),
     case("storage", "local", "storage_hostpath_path", "/var/local/../../etc", check=True),
     case("storage", "local", "storage_hostpath_path", "/etc/trainfleet", check=True),
+    case("storage", "local", "storage_hostpath_path", "/", check=True),
+    case("storage", "local", "storage_hostpath_path", "/var/lib/kubelet", check=True),
+    case("storage", "local", "storage_hostpath_path", "/var", check=True),
     # trainer_image
     case("trainer_image", "aws", "trainer_image_repository", "evil" + NL),
     case("trainer_image", "aws", "trainer_image_tag", "latest" + NL,
@@ -134,6 +137,18 @@ CASES = [
          extra=TRAIN, quote='"WANDB_API_KEY"'),
     case("train", "aws", "pytorchjob_env", [{"name": "HF_Token", "value": "hf-literal-secret-0123456789"}],
          extra=TRAIN, quote='"HF_Token"'),
+    # train: pod security (restricted by default, each widening needs its own opt-in)
+    case("train", "aws", "pytorchjob_namespace", "kube-system", extra=TRAIN),
+    case("train", "aws", "pytorchjob_namespace", "kube-node-lease", extra=TRAIN),
+    case("train", "aws", "pytorchjob_run_as_user", 0, extra=TRAIN),
+    case("train", "aws", "pytorchjob_security_context", {"runAsUser": 0}, extra=TRAIN),
+    case("train", "aws", "pytorchjob_security_context", {"runAsNonRoot": False}, extra=TRAIN),
+    case("train", "aws", "pytorchjob_security_context", {"seccompProfile": {"type": "Unconfined"}}, extra=TRAIN),
+    case("train", "aws", "pytorchjob_container_security_context", {"privileged": True}, extra=TRAIN),
+    case("train", "aws", "pytorchjob_container_security_context", {"allowPrivilegeEscalation": True}, extra=TRAIN),
+    case("train", "aws", "pytorchjob_container_security_context", {"capabilities": {"add": ["SYS_ADMIN"]}}, extra=TRAIN),
+    case("train", "aws", "pytorchjob_container_security_context", {"runAsUser": 0}, extra=TRAIN),
+    case("train", "aws", "pytorchjob_extra_volumes", [{"name": "host", "hostPath": {"path": "/"}}], extra=TRAIN),
     # teardown
     case("teardown", "aws", "teardown_tags", {}),
     case("teardown", "aws", "teardown_iam_path", "/"),
@@ -142,6 +157,15 @@ CASES = [
     # local steps (check mode: a case that were not refused must not touch this machine)
     case("local_host", "local", "docker_engine_runc_path", '/usr/bin/runc")' + NL + "import os", check=True),
     case("local_host", "local", "docker_engine_start_timeout", BIG, check=True),
+    case("local_host", "local", "docker_engine_runc_path", "/usr/local/libexec/trainfleet/runc-capclamp", check=True),
+    case("local_host", "local", "docker_engine_data_root", "/var/lib/../docker", check=True),
+    case("local_host", "local", "docker_engine_capclamp_images", ["trainfleet/kind-node" + NL + "x"], check=True),
+    # local stack: nothing published beyond this machine without an opt-in
+    case("local_aws", "local", "local_aws_host", "0.0.0.0", check=True, playbook="tests/adversarial/playbooks/local_aws.yml"),
+    case("local_aws", "local", "local_aws_host", "192.168.1.10", check=True,
+         playbook="tests/adversarial/playbooks/local_aws.yml"),
+    case("registry", "local", "local_registry_bind_address", "0.0.0.0", check=True),
+    case("registry", "local", "local_registry_bind_address", "10.0.0.5", check=True),
     case("registry", "local", "local_registry_name", "registry" + NL, check=True),
     case("cluster", "local", "kind_cluster_state", "bogus", check=True),
 ]

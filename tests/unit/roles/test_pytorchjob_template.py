@@ -174,6 +174,12 @@ def check_pytorchjob_shape(job):
         assert policy["minReplicas"] <= specs["Worker"]["replicas"] <= policy["maxReplicas"]
 
 
+# The restricted defaults (issue 11): what every pod and pytorch container gets without opt-ins.
+RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
+                  "seccompProfile": {"type": "RuntimeDefault"}}
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
 def container(job, rtype):
     return job["spec"]["pytorchReplicaSpecs"][rtype]["template"]["spec"]["containers"][0]
 
@@ -381,7 +387,7 @@ def test_trainium_efa_job_with_fsx_claim_and_shm():
             {"name": "dshm", "mountPath": "/dev/shm"},
         ]
         assert "--snapshot-dir=/fsx/snapshots/bert-trn1" in c["args"]
-        assert pod["securityContext"] == {"fsGroup": 10001}
+        assert pod["securityContext"] == dict(RESTRICTED_POD, fsGroup=10001)
         env = env_of(job, rtype)
         assert env["FI_PROVIDER"] == "efa"
         # no static credentials on AWS: Pod Identity through the service account
@@ -443,6 +449,158 @@ def test_master_only_job_has_no_worker_spec():
     assert list(job["spec"]["pytorchReplicaSpecs"]) == ["Master"]
 
 
+# --------------------------------------------------------------------------- pod security (issue 11)
+
+INIT_TEMPLATE = os.path.join(ROOT, "roles", "training_operator", "files", "initContainer.yaml.gotmpl")
+DOCKERFILE = os.path.join(ROOT, "trainer", "Dockerfile")
+
+
+def operator_init_containers(job_name):
+    """The init container the operator (v1.9) injects into static jobs' workers, from our template."""
+    text = open(INIT_TEMPLATE).read()
+    text = text.replace("{{.InitContainerImage}}", "trainfleet/pytorch-init:test")
+    text = text.replace("{{.MasterAddr}}", job_name + "-master-0").replace("{{.MaxTries}}", "100")
+    return yaml.safe_load(text)
+
+
+def restricted_violations(pod):
+    """What the Kubernetes "restricted" Pod Security Standard (v1.32) refuses in a pod spec."""
+    found = []
+    pod_ctx = pod.get("securityContext") or {}
+    containers = pod.get("containers", []) + pod.get("initContainers", [])
+    for volume in pod.get("volumes", []):
+        allowed = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
+        if not set(volume) - {"name"} <= allowed:
+            found.append("volume %s" % volume["name"])
+    for field in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(field):
+            found.append(field)
+    if (pod_ctx.get("seccompProfile") or {}).get("type") not in ("RuntimeDefault", "Localhost"):
+        if any((c.get("securityContext") or {}).get("seccompProfile", {}).get("type") not in ("RuntimeDefault", "Localhost")
+               for c in containers):
+            found.append("seccompProfile")
+    if pod_ctx.get("runAsUser") == 0:
+        found.append("pod runAsUser 0")
+    for c in containers:
+        ctx = c.get("securityContext") or {}
+        name = c["name"]
+        if ctx.get("privileged"):
+            found.append("%s privileged" % name)
+        if ctx.get("allowPrivilegeEscalation") is not False:
+            found.append("%s allowPrivilegeEscalation" % name)
+        caps = ctx.get("capabilities") or {}
+        if "ALL" not in caps.get("drop", []):
+            found.append("%s capabilities.drop" % name)
+        if set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
+            found.append("%s capabilities.add" % name)
+        if ctx.get("runAsUser") == 0:
+            found.append("%s runAsUser 0" % name)
+        if ctx.get("runAsNonRoot", pod_ctx.get("runAsNonRoot")) is not True:
+            found.append("%s runAsNonRoot" % name)
+        if ctx.get("procMount", "Default") != "Default":
+            found.append("%s procMount" % name)
+    return found
+
+
+def with_operator_init_container(job):
+    """The job's pod specs as the operator creates them (init-pytorch on a static job's workers)."""
+    pods = {}
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    for rtype, rspec in specs.items():
+        pod = dict(rspec["template"]["spec"])
+        if rtype == "Worker" and "Master" in specs:
+            pod["initContainers"] = operator_init_containers(job["metadata"]["name"])
+        pods[rtype] = pod
+    return pods
+
+
+@pytest.mark.parametrize("overrides", [
+    {},
+    {"pytorchjob_elastic": True, "pytorchjob_master_replicas": 0, "pytorchjob_worker_replicas": 2},
+    {"pytorchjob_shm_size": "1Gi", "pytorchjob_pvc_claim_name": "data-claim", "pytorchjob_security_context": {"fsGroup": 10001}},
+], ids=["static", "elastic", "pvc-shm-fsgroup"])
+def test_pods_meet_the_restricted_pod_security_standard_by_default(overrides):
+    job, _manifest = render(**overrides)
+    pods = with_operator_init_container(job)
+    for rtype, pod in pods.items():
+        assert restricted_violations(pod) == [], rtype
+        assert pod["automountServiceAccountToken"] is False
+        assert container(job, rtype)["securityContext"] == RESTRICTED_CONTAINER
+        expected = dict(RESTRICTED_POD, **overrides.get("pytorchjob_security_context", {}))
+        assert pod["securityContext"] == expected
+    if "Master" in pods:
+        # the operator's init container runs as the pod's numeric user, dropping every capability
+        init = pods["Worker"]["initContainers"][0]
+        assert init["name"] == "init-pytorch"
+        assert init["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+def test_restricted_checker_sees_what_the_opt_ins_allow():
+    """The checker above is not vacuous: the opt-in settings are violations."""
+    job, _manifest = render(
+        pytorchjob_run_as_user=0, pytorchjob_allow_root=True, pytorchjob_allow_privileged=True,
+        pytorchjob_allow_privilege_escalation=True, pytorchjob_allow_host_path=True,
+        pytorchjob_container_security_context={"privileged": True},
+        pytorchjob_extra_volumes=[{"name": "host", "hostPath": {"path": "/var/log"}}])
+    found = restricted_violations(pod_spec(job, "Master"))
+    assert set(found) >= {"volume host", "pod runAsUser 0", "pytorch privileged", "pytorch allowPrivilegeEscalation",
+                          "pytorch runAsNonRoot"}, found
+
+
+def test_user_security_contexts_merge_over_the_restricted_defaults():
+    job, _manifest = render(
+        pytorchjob_security_context={"fsGroup": 10001, "seccompProfile": {"type": "Localhost", "localhostProfile": "t.json"}},
+        pytorchjob_container_security_context={"readOnlyRootFilesystem": True, "capabilities": {"add": ["NET_BIND_SERVICE"]}})
+    assert pod_spec(job, "Worker")["securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001,
+        "seccompProfile": {"type": "Localhost", "localhostProfile": "t.json"}}
+    assert container(job, "Worker")["securityContext"] == {
+        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}}
+
+
+@pytest.mark.parametrize("context", [{"privileged": True}, {"capabilities": {"add": ["CAP_SYS_ADMIN"]}}])
+def test_privileged_opt_in_renders_what_kubernetes_accepts(context):
+    """Kubernetes rejects privileged or CAP_SYS_ADMIN with allowPrivilegeEscalation false: the
+    default follows (the preflight then asks for pytorchjob_allow_privilege_escalation too)."""
+    job, _manifest = render(pytorchjob_container_security_context=context)
+    assert container(job, "Master")["securityContext"]["allowPrivilegeEscalation"] is True
+
+
+def test_root_and_token_opt_ins_render():
+    job, _manifest = render(pytorchjob_run_as_user=0, pytorchjob_run_as_group=0, pytorchjob_allow_root=True,
+                            pytorchjob_automount_service_account_token=True)
+    pod = pod_spec(job, "Master")
+    assert pod["securityContext"]["runAsUser"] == 0 and pod["securityContext"]["runAsNonRoot"] is False
+    assert pod["automountServiceAccountToken"] is True
+
+
+def _dockerfile_user():
+    """The trainer image's USER with the Dockerfile's ARG defaults substituted."""
+    args = {}
+    user = None
+    for line in open(DOCKERFILE):
+        match = re.match(r"^ARG (\w+)=(\S+)\s*$", line)
+        if match:
+            args[match.group(1)] = match.group(2)
+        match = re.match(r"^USER (\S+)\s*$", line)
+        if match:
+            user = re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], match.group(1))
+    return user
+
+
+def test_trainer_image_user_is_numeric_and_is_the_pods_user():
+    """runAsNonRoot can only be verified for a numeric USER; the role's defaults match the image."""
+    user = _dockerfile_user()
+    assert re.match(r"^[0-9]+:[0-9]+$", user), user
+    assert user == "10001:10001"
+    defaults = role_vars()
+    assert user == "%s:%s" % (defaults["pytorchjob_run_as_user"], defaults["pytorchjob_run_as_group"])
+    text = open(DOCKERFILE).read()
+    assert "COPY --chown=root:root . /opt/trainfleet/trainer/" in text
+    assert "chmod -R a+rX,go-w /opt/trainfleet" in text  # readable by the trainer's user, whatever the context's modes
+
+
 @pytest.mark.parametrize("platform", ["local", "aws"])
 def test_inventory_examples_render(platform):
     """The inventories' train.yml examples produce valid jobs (with the rest of the inventory's vars)."""
@@ -464,6 +622,8 @@ def test_inventory_examples_render(platform):
         aws["nodes"] = dict(NODES, cpu={"node_selector": {"trainfleet.io/nodegroup": "cpu"}, "tolerations": []})
         overrides["trainfleet_cluster"] = aws
     job, text = render(**overrides)
+    for rtype, pod in with_operator_init_container(job).items():
+        assert restricted_violations(pod) == [], (platform, rtype)
     env = env_of(job, "Master")
     if platform == "local":
         assert env["AWS_ENDPOINT_URL"] == "http://172.18.0.1:5050"
@@ -477,7 +637,7 @@ def test_inventory_examples_render(platform):
         # the storage step's claim (inventories/aws/group_vars/all/storage.yml), on the cpu group
         assert pod_spec(job, "Master")["volumes"][0]["persistentVolumeClaim"]["claimName"] == "trainfleet-data"
         assert pod_spec(job, "Master")["nodeSelector"] == {"trainfleet.io/nodegroup": "cpu"}
-        assert pod_spec(job, "Master")["securityContext"] == {"fsGroup": 10001}
+        assert pod_spec(job, "Master")["securityContext"] == dict(RESTRICTED_POD, fsGroup=10001)
 
 
 # --------------------------------------------------------------------------- preflight (ansible-playbook)
@@ -541,6 +701,37 @@ BAD_INPUTS = {
     "node-lost-seconds-zero": ({"pytorchjob_node_lost_toleration_seconds": 0}, "pytorchjob_node_lost_toleration_seconds"),
     "node-lost-seconds-too-long": ({"pytorchjob_node_lost_toleration_seconds": 3601}, "pytorchjob_node_lost_toleration_seconds"),
     "node-lost-seconds-not-int": ({"pytorchjob_node_lost_toleration_seconds": "soon"}, "pytorchjob_node_lost_toleration_seconds"),
+    # pod security (issue 11): each widening needs its own opt-in, named in the message
+    "root-run-as-user": ({"pytorchjob_run_as_user": 0}, "pytorchjob_allow_root"),
+    "root-pod-run-as-user": ({"pytorchjob_security_context": {"runAsUser": 0}}, "pytorchjob_allow_root"),
+    "root-pod-run-as-non-root-false": ({"pytorchjob_security_context": {"runAsNonRoot": False}}, "pytorchjob_allow_root"),
+    "root-container-run-as-user": ({"pytorchjob_container_security_context": {"runAsUser": 0}}, "pytorchjob_allow_root"),
+    "run-as-user-negative": ({"pytorchjob_run_as_user": -1}, "pytorchjob_run_as_user"),
+    "privileged": ({"pytorchjob_container_security_context": {"privileged": True}}, "pytorchjob_allow_privileged"),
+    "capabilities-add": ({"pytorchjob_container_security_context": {"capabilities": {"add": ["NET_ADMIN"]}}},
+                         "pytorchjob_allow_privileged"),
+    "seccomp-unconfined": ({"pytorchjob_security_context": {"seccompProfile": {"type": "Unconfined"}}},
+                           "pytorchjob_allow_privileged"),
+    "proc-mount-unmasked": ({"pytorchjob_container_security_context": {"procMount": "Unmasked"}}, "pytorchjob_allow_privileged"),
+    "privilege-escalation": ({"pytorchjob_container_security_context": {"allowPrivilegeEscalation": True}},
+                             "pytorchjob_allow_privilege_escalation"),
+    "privileged-implies-escalation": ({"pytorchjob_container_security_context": {"privileged": True},
+                                       "pytorchjob_allow_privileged": True}, "pytorchjob_allow_privilege_escalation"),
+    "host-path-root": ({"pytorchjob_extra_volumes": [{"name": "host", "hostPath": {"path": "/"}}]}, "pytorchjob_allow_host_path"),
+    "namespace-kube-system": ({"pytorchjob_namespace": "kube-system"}, "pytorchjob_allow_system_namespace"),
+    "namespace-kube-node-lease": ({"pytorchjob_namespace": "kube-node-lease"}, "pytorchjob_allow_system_namespace"),
+}
+# The same settings with their opt-ins pass the preflight (check mode renders the job).
+OPT_IN_INPUTS = {
+    "allow-root": {"pytorchjob_run_as_user": 0, "pytorchjob_security_context": {"runAsNonRoot": False},
+                   "pytorchjob_allow_root": True},
+    "allow-privileged": {"pytorchjob_container_security_context": {"privileged": True}, "pytorchjob_allow_privileged": True,
+                         "pytorchjob_allow_privilege_escalation": True},
+    "allow-host-path": {"pytorchjob_extra_volumes": [{"name": "host", "hostPath": {"path": "/var/log"}}],
+                        "pytorchjob_allow_host_path": True},
+    "allow-system-namespace": {"pytorchjob_namespace": "kube-system", "pytorchjob_allow_system_namespace": True},
+    "net-bind-service-needs-no-opt-in": {"pytorchjob_container_security_context": {"capabilities": {"add": ["NET_BIND_SERVICE"]}}},
+    "namespace-default-is-not-a-system-namespace": {"pytorchjob_namespace": "default"},
 }
 
 
@@ -551,7 +742,9 @@ def bad_input_outcomes(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("pytorchjob-preflight")
     shared = dict(SHARED, trainfleet_cache_dir=str(tmp_path / "cache"), pytorchjob_image=IMAGE)
     plays = []
-    for case_id, (case_vars, _message) in BAD_INPUTS.items():
+    cases = dict((case_id, case_vars) for case_id, (case_vars, _message) in BAD_INPUTS.items())
+    cases.update(OPT_IN_INPUTS)
+    for case_id, case_vars in cases.items():
         plays.append({
             "name": "case %s" % case_id,
             "hosts": "localhost",
@@ -574,8 +767,8 @@ def bad_input_outcomes(tmp_path_factory):
     assert rc == 0, out
     outcomes = {}
     for match in re.finditer(r'"msg": "CASE ([a-z0-9-]+): (.*)"\n', out):
-        outcomes[match.group(1)] = match.group(2)
-    assert set(outcomes) == set(BAD_INPUTS), out
+        outcomes[match.group(1)] = json.loads('"%s"' % match.group(2))  # the debug output is JSON-escaped
+    assert set(outcomes) == set(cases), out
     return outcomes, tmp_path
 
 
@@ -584,6 +777,22 @@ def test_preflight_quotes_the_bad_node_lost_toleration_seconds(bad_input_outcome
     assert "got 3601" in outcomes["node-lost-seconds-too-long"]
     assert "got 0" in outcomes["node-lost-seconds-zero"]
     assert "'soon'" in outcomes["node-lost-seconds-not-int"]  # the argument spec's own check quotes it
+
+
+@pytest.mark.parametrize("case_id", sorted(OPT_IN_INPUTS))
+def test_preflight_accepts_each_widening_with_its_opt_in(bad_input_outcomes, case_id):
+    outcomes, _tmp_path = bad_input_outcomes
+    assert outcomes[case_id] == "PASSED", outcomes[case_id]
+
+
+def test_preflight_quotes_the_refused_security_settings(bad_input_outcomes):
+    outcomes, _tmp_path = bad_input_outcomes
+    assert 'pytorchjob_security_context {"runAsUser": 0}' in outcomes["root-pod-run-as-user"]
+    assert 'pytorchjob_run_as_user 0' in outcomes["root-run-as-user"]
+    assert '{"privileged": true}' in outcomes["privileged"]
+    assert '"NET_ADMIN"' in outcomes["capabilities-add"]
+    assert '[{"path": "/"}]' in outcomes["host-path-root"]
+    assert '"kube-system"' in outcomes["namespace-kube-system"]
 
 
 @pytest.mark.parametrize("case_id", sorted(BAD_INPUTS))

@@ -140,14 +140,23 @@ def test_containerd_hosts_toml_quotes_the_endpoint():
     "/x\\\"; __import__('os').system('id'); \"",
 ])
 def test_runc_wrapper_pastes_the_path_as_one_string_literal(path):
-    source = render("docker_engine", "runc-capclamp.j2", {"docker_engine_runc_path": path})
+    source = render("docker_engine", "runc-capclamp.j2", {
+        "docker_engine_runc_path": path, "_docker_engine_data_root": path, "docker_engine_capclamp_images": [path]})
     tree = ast.parse(source)
-    assigns = [node for node in tree.body if isinstance(node, ast.Assign)
-               and any(isinstance(t, ast.Name) and t.id == "RUNC" for t in node.targets)]
-    assert len(assigns) == 1
-    call = assigns[0].value
-    assert isinstance(call, ast.Call) and isinstance(call.args[1], ast.Constant) and call.args[1].value == path
-    # The module body is only imports, constants, functions and the __main__ guard: nothing of the value ran.
+
+    def constant(name):
+        assigns = [node for node in tree.body if isinstance(node, ast.Assign)
+                   and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)]
+        assert len(assigns) == 1
+        return assigns[0].value
+
+    # Fixed paths (issue 11): plain literals, no environment lookup.
+    assert isinstance(constant("RUNC"), ast.Constant) and constant("RUNC").value == path
+    assert isinstance(constant("DOCKER_DATA_ROOT"), ast.Constant) and constant("DOCKER_DATA_ROOT").value == path
+    images = constant("KIND_NODE_IMAGES")
+    assert isinstance(images, ast.List) and [e.value for e in images.elts] == [path]
+    # The module body is only imports, constants, functions, classes and the __main__ guard: nothing of the value ran.
     for node in tree.body:
-        assert isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.FunctionDef, ast.If, ast.Expr)), ast.dump(node)
-    assert source.startswith("#!/usr/bin/python3\n")
+        assert isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.FunctionDef, ast.ClassDef, ast.If,
+                                 ast.Expr)), ast.dump(node)
+    assert source.startswith("#!/usr/bin/python3 -I\n")
