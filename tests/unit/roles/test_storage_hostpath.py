@@ -45,7 +45,10 @@ def outcomes(tmp_path_factory):
             "hosts": "localhost",
             "gather_facts": False,
             "connection": "local",
-            "vars": {"trainfleet_platform": "local", "trainfleet_name": "trainfleet",
+            # The parts of the platform contract (roles/platform) the storage role reads.
+            "vars": {"trainfleet_cluster": {"kubeconfig": str(tmp_path / "no-kubeconfig"), "context": "",
+                                            "storage": {"backends": ["hostpath"], "class_name": ""}},
+                     "trainfleet_name": "trainfleet",
                      "trainfleet_cache_dir": str(tmp_path / "cache"), "storage_hostpath_path": path},
             "tasks": [{
                 "block": [

@@ -56,7 +56,8 @@ def _template_vars(tmp_path, init_image="trainfleet/pytorch-init:1.35.0-r4"):
                 _training_operator_kustomize_dir=str(tmp_path), training_operator_namespace="kubeflow",
                 training_operator_deployment="training-operator", _training_operator_init_image=init_image,
                 training_operator_module="github.com/kubeflow/training-operator", training_operator_version=VERSION,
-                _training_operator_webhook_configuration=WEBHOOK)
+                _training_operator_webhook_configuration=WEBHOOK,
+                training_operator_manifests_source="go_module", training_operator_image="")
 
 
 def _patch(kustomization, kind):
@@ -141,7 +142,11 @@ def rendered(tmp_path_factory):
     playbook.write_text(yaml.safe_dump([{
         "name": "Render the operator manifests with the role",
         "hosts": "localhost", "gather_facts": False, "connection": "local",
-        "vars": {"trainfleet_platform": "local", "trainfleet_name": "trainfleet",
+        "vars": {"trainfleet_name": "trainfleet",
+                 # The parts of the platform contract (roles/platform) the operator role reads.
+                 "trainfleet_cluster": {"kubeconfig": str(tmp_path / "no-kubeconfig"), "context": "",
+                                        "operator": {"install": True, "image": "", "manifests": "go_module",
+                                                     "init_image": "trainfleet/pytorch-init:1.35.0-r4"}},
                  "trainfleet_cache_dir": str(tmp_path / "cache"),
                  "training_operator_cache_dir": str(tmp_path / "cache" / "training-operator"),
                  "training_operator_kubectl": kubectl,
