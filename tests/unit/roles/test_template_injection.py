@@ -57,6 +57,7 @@ STORAGE = {
     "storage_fsx_per_unit_storage_throughput": "125\"\nx: 1",
     "storage_fsx_s3_import_path": EVIL,
     "storage_fsx_s3_export_path": "",
+    "storage_fsx_extra_tags": {"project": "trainfleet", "evil": EVIL, "count": 3},
 }
 
 
@@ -82,6 +83,13 @@ def test_storage_templates_quote_every_value(name, kinds):
         params = by_kind["StorageClass"]["parameters"]
         assert params["subnetId"] == EVIL and params["s3ImportPath"] == EVIL and params["s3ExportPath"] == EVIL
         assert params["perUnitStorageThroughput"] == STORAGE["storage_fsx_per_unit_storage_throughput"]
+        # issue 11, High 3: one string the FSx CSI driver splits into the file system's tags
+        assert params["extraTags"] == "count=3,evil=" + EVIL + ",project=trainfleet"
+
+
+def test_fsx_without_extra_tags_has_no_parameter():
+    rendered = docs(render("storage", "fsx.yaml.j2", dict(STORAGE, storage_fsx_extra_tags={})))
+    assert "extraTags" not in [d for d in rendered if d["kind"] == "StorageClass"][0]["parameters"]
 
 
 DEVICE_PLUGINS = {

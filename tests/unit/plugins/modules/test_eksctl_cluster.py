@@ -660,6 +660,8 @@ def test_storage_manifests(manifests):
     params_ = fsx["StorageClass"]["parameters"]
     assert params_["subnetId"].startswith("subnet-") and params_["securityGroupIds"].startswith("sg-")
     assert params_["s3ImportPath"] == params_["s3ExportPath"] == "s3://trainfleet-data/train"
+    # issue 11, High 3: the CSI driver tags each file system (inventories/aws trainfleet_tags + the step)
+    assert params_["extraTags"] == "environment=aws,project=trainfleet,trainfleet-step=storage"
     assert fsx["PersistentVolumeClaim"]["spec"]["resources"]["requests"]["storage"] == "1200Gi"
     assert fsx["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteMany"]
     local = dict((d["kind"], d) for d in manifests["hostpath"])
