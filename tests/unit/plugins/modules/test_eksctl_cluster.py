@@ -842,6 +842,8 @@ def test_storage_manifests(manifests):
     params_ = fsx["StorageClass"]["parameters"]
     assert params_["subnetId"].startswith("subnet-") and params_["securityGroupIds"].startswith("sg-")
     assert params_["s3ImportPath"] == params_["s3ExportPath"] == "s3://trainfleet-data/train"
+    # The CSI driver tags the file system with trainfleet's tags (the teardown's leftover check finds it).
+    assert params_["extraTags"] == "project=trainfleet,environment=aws"
     assert fsx["PersistentVolumeClaim"]["spec"]["resources"]["requests"]["storage"] == "1200Gi"
     assert fsx["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteMany"]
     local = dict((d["kind"], d) for d in manifests["hostpath"])
