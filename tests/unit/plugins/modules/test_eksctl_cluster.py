@@ -488,8 +488,10 @@ def test_module_runs_planned_eksctl_calls(moto_eks, capsys, tmp_path):
     assert len(calls) == 1 and calls[0].startswith("scale nodegroup --cluster trainfleet --region us-west-2 --name cpu")
 
 
-def make_node_role(name="trainfleet-node", path="/", policies=("AmazonEKSWorkerNodePolicy",
-                                                                  "AmazonEC2ContainerRegistryPullOnly")):
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
+
+
+def make_node_role(name="trainfleet-node", path="/", policies=NODE_POLICIES):
     import boto3
     iam = boto3.client("iam", region_name="us-east-1")
     arn = iam.create_role(RoleName=name, Path=path, AssumeRolePolicyDocument=json.dumps(EC2_TRUST))["Role"]["Arn"]
