@@ -52,6 +52,7 @@ STORAGE = {
     "storage_efs_file_system_id": EVIL,
     "_storage_fsx_subnet_id": EVIL,
     "_storage_fsx_security_group_ids": [EVIL],
+    "_storage_fsx_tags": {EVIL: EVIL, "project": EVIL, "team": "ml"},
     "storage_fsx_deployment_type": "PERSISTENT_2\n  x: y",
     "storage_fsx_data_compression_type": EVIL,
     "storage_fsx_per_unit_storage_throughput": "125\"\nx: 1",
@@ -82,6 +83,8 @@ def test_storage_templates_quote_every_value(name, kinds):
         params = by_kind["StorageClass"]["parameters"]
         assert params["subnetId"] == EVIL and params["s3ImportPath"] == EVIL and params["s3ExportPath"] == EVIL
         assert params["perUnitStorageThroughput"] == STORAGE["storage_fsx_per_unit_storage_throughput"]
+        # Only tags that fit extraTags' k=v,k2=v2 form (AWS tag characters) are passed.
+        assert params["extraTags"] == "team=ml"
 
 
 DEVICE_PLUGINS = {
@@ -115,7 +118,7 @@ def test_kind_templates_quote_every_value():
         "kind_cluster_name": EVIL, "kind_cluster_pod_subnet": EVIL, "kind_cluster_service_subnet": EVIL,
         "_kind_cluster_restrict_oom": False, "kind_cluster_container_log_max_size": EVIL,
         "kind_cluster_container_log_max_files": 2, "kind_cluster_node_image": EVIL, "_kind_cluster_dir": EVIL,
-        "kind_cluster_workers": 1}))
+        "kind_cluster_workers": 1, "kind_cluster_cni": "trainfleet"}))
     assert config["name"] == EVIL and config["networking"]["podSubnet"] == EVIL
     assert [n["image"] for n in config["nodes"]] == [EVIL, EVIL]
     pod = docs(render("kind_cluster", "probe-pod.yaml.j2", {
