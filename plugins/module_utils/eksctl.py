@@ -72,6 +72,11 @@ _NAME_RE = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]{0,99}\Z")
 _VERSION_RE = re.compile(r"^1\.(\d+)\Z")
 _TYPE_RE = re.compile(r"^([a-z][a-z0-9-]*)\.([a-z0-9]+)\Z")
 _LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
+# A node role ARN eksctl 0.210.0 passes on unchanged: a role at path "/". eksctl strips any role path
+# from iam.instanceRoleARN (NormalizeARN: the AWS::EKS::Nodegroup NodeRole and the access entry then
+# name arn:...:role/<name>, which is not the role's ARN: iam:PassRole scoped to the path is denied
+# and the node group ends Degraded).
+_NODE_ROLE_ARN_RE = re.compile(r"^arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_-]{1,64}\Z")
 
 
 class EksctlConfigError(Exception):
@@ -227,6 +232,12 @@ def validate(params):
         if not isinstance(value, str):
             errors.append("tags[%r] must be a string (quote it in YAML), got %r" % (key, value))
     errors.extend(_pod_identity_errors(params))
+    role_arn = params.get("node_instance_role_arn")
+    if role_arn and not _NODE_ROLE_ARN_RE.match(str(role_arn)):
+        errors.append("node_instance_role_arn must be the ARN of an IAM role at path / such as "
+                      "arn:aws:iam::123456789012:role/trainfleet-node (eksctl 0.210.0 drops a role path from "
+                      "iam.instanceRoleARN, so the node groups would name a role that does not exist), got %r"
+                      % role_arn)
     seen = set()
     minor = _minor(version)
     for index, group in enumerate(params.get("managed_node_groups") or []):
@@ -268,8 +279,11 @@ def _pod_identity_errors(params):
     return errors
 
 
-def render_node_group(group, cluster_name, tags=None):
-    """One eksctl managedNodeGroups entry from a trainfleet node group."""
+def render_node_group(group, cluster_name, tags=None, instance_role_arn=None):
+    """One eksctl managedNodeGroups entry from a trainfleet node group.
+
+    instance_role_arn: the node role (the iam step's) instead of one eksctl creates per group.
+    """
     kind = group.get("kind") or "cpu"
     types = list(group["instance_types"])
     labels = {"trainfleet.io/nodegroup": group["name"], "trainfleet.io/kind": kind}
@@ -309,10 +323,14 @@ def render_node_group(group, cluster_name, tags=None):
             "capacityReservationTarget": {"capacityReservationID": group["capacity_reservation_id"]}}
         if group.get("capacity_block"):
             out["instanceMarketOptions"] = {"marketType": "capacity-block"}
-    # No withAddonPolicies: nodes keep eksctl's minimal node role (worker, CNI, ECR read-only);
-    # add-ons such as the FSx CSI driver get their own Pod Identity roles.
+    # No withAddonPolicies: add-ons such as the VPC CNI and the FSx CSI driver get their own Pod
+    # Identity roles, so the node role needs no add-on policy.
     out["tags"] = dict(tags or {})
     out["tags"]["trainfleet.io/nodegroup"] = group["name"]
+    if instance_role_arn:
+        # The iam step's node role (worker policy, ECR pull, the permissions boundary) instead of a
+        # role eksctl would create per node group.
+        out["iam"] = {"instanceRoleARN": instance_role_arn}
     return out
 
 
@@ -361,7 +379,8 @@ def render_cluster_config(params):
         config["cloudWatch"] = {"clusterLogging": logging}
     groups = params.get("managed_node_groups")
     if groups:
-        config["managedNodeGroups"] = [render_node_group(g, params["name"], tags) for g in groups]
+        config["managedNodeGroups"] = [render_node_group(g, params["name"], tags, params.get("node_instance_role_arn"))
+                                       for g in groups]
     boundary = params.get("permissions_boundary_arn")
     if boundary:
         # Every role eksctl creates carries the boundary the deployer policy requires.
@@ -369,7 +388,9 @@ def render_cluster_config(params):
         for assoc in iam.get("podIdentityAssociations") or []:
             assoc.setdefault("permissionsBoundaryARN", boundary)
         for group in config.get("managedNodeGroups") or []:
-            group.setdefault("iam", {})["instanceRolePermissionsBoundary"] = boundary
+            # A given instanceRoleARN already carries the boundary (eksctl refuses both together).
+            if "instanceRoleARN" not in group.get("iam", {}):
+                group.setdefault("iam", {})["instanceRolePermissionsBoundary"] = boundary
     return config
 
 
@@ -393,6 +414,7 @@ def current_from_aws(cluster, nodegroups, addons):
             "maxSize": scaling.get("maxSize"),
             "instanceTypes": sorted(group.get("instanceTypes") or []),
             "status": group.get("status"),
+            "nodeRole": group.get("nodeRole"),
         }
     return {
         "name": cluster.get("name"),
@@ -403,6 +425,99 @@ def current_from_aws(cluster, nodegroups, addons):
         "addons": None if addons is None else sorted(addons),
         "nodegroups": groups,
     }
+
+
+# What EKS managed node groups need from the node role: EC2 may assume it, and the CreateNodegroup
+# API refuses a role without AmazonEKSWorkerNodePolicy and an AWS managed ECR pull policy attached
+# ("The provided role doesn't have the Amazon EKS Managed Policies associated with it").
+NODE_ROLE_TRUSTED_SERVICE = "ec2.amazonaws.com"
+NODE_ROLE_REQUIRED_POLICIES = ("AmazonEKSWorkerNodePolicy",)
+NODE_ROLE_ECR_POLICIES = ("AmazonEC2ContainerRegistryPullOnly", "AmazonEC2ContainerRegistryReadOnly")
+
+
+def _trusts(document, service):
+    """True when a trust policy document lets the service principal call sts:AssumeRole."""
+    for statement in (document or {}).get("Statement") or []:
+        if statement.get("Effect") != "Allow":
+            continue
+        actions = statement.get("Action") or []
+        actions = [actions] if isinstance(actions, str) else actions
+        principals = (statement.get("Principal") or {}).get("Service") or []
+        principals = [principals] if isinstance(principals, str) else principals
+        if "sts:AssumeRole" in actions and service in principals:
+            return True
+    return False
+
+
+def cni_has_own_role(params):
+    """Whether eksctl gives the VPC CNI a role of its own; None when this call cannot tell.
+
+    eksctl 0.210.0 creates the vpc-cni add-on (a default add-on) with a Pod Identity association
+    when addonsConfig.autoApplyPodIdentityAssociations is on (we render it with any add-on), else
+    with an IRSA role when the cluster has OIDC; without either the CNI uses the node role.
+    """
+    if params.get("addons") is None:
+        return None
+    return bool(params.get("addons")) or bool(params.get("with_oidc", True))
+
+
+def node_role_errors(role, attached_policy_arns, cni_own_role=None):
+    """Why an existing IAM role cannot be the node role of EKS managed node groups (empty: it can).
+
+    role: get_role's Role (Path, Arn, AssumeRolePolicyDocument as a dict); attached_policy_arns:
+    the ARNs of its attached managed policies; cni_own_role: cni_has_own_role() of the cluster
+    (False: the node role must carry AmazonEKS_CNI_Policy).
+    """
+    errors = []
+    name = role.get("RoleName") or role_name_of(role.get("Arn"))
+    if role.get("Path", "/") != "/":
+        errors.append("node role %s is under path %s: eksctl 0.210.0 drops a role path from iam.instanceRoleARN, so "
+                      "the node group would name a role that does not exist; create the role at path /"
+                      % (name, role.get("Path")))
+    if not _trusts(role.get("AssumeRolePolicyDocument"), NODE_ROLE_TRUSTED_SERVICE):
+        errors.append("node role %s does not let %s assume it (EKS refuses it as a node role)"
+                      % (name, NODE_ROLE_TRUSTED_SERVICE))
+    attached = set(str(arn).rsplit("/", 1)[-1] for arn in attached_policy_arns
+                   if ":iam::aws:policy/" in str(arn))
+    missing = [p for p in NODE_ROLE_REQUIRED_POLICIES if p not in attached]
+    if not attached.intersection(NODE_ROLE_ECR_POLICIES):
+        missing.append(" or ".join(NODE_ROLE_ECR_POLICIES))
+    if missing:
+        errors.append("node role %s lacks the AWS managed policies %s (the EKS managed node group API refuses a node "
+                      "role without them)" % (name, ", ".join(missing)))
+    if cni_own_role is False and "AmazonEKS_CNI_Policy" not in attached:
+        errors.append("node role %s has no AmazonEKS_CNI_Policy and the VPC CNI gets no role of its own (no add-ons and "
+                      "with_oidc false): list add-ons (eks-pod-identity-agent, vpc-cni), enable OIDC, or attach "
+                      "AmazonEKS_CNI_Policy to the node role" % name)
+    return errors
+
+
+def node_role_arn(partition, account, name):
+    """The ARN of role <name> at path / (what the iam step creates)."""
+    return "arn:%s:iam::%s:role/%s" % (partition, account, name)
+
+
+def role_name_of(arn):
+    """The role name of a role ARN (its last path element), None for anything else."""
+    if not arn or ":role/" not in str(arn):
+        return None
+    return str(arn).rsplit("/", 1)[-1]
+
+
+def node_role_warnings(config, current):
+    """Existing node groups whose node role is not the wanted instanceRoleARN (EKS cannot change it)."""
+    warnings = []
+    if not current:
+        return warnings
+    existing = current.get("nodegroups") or {}
+    for group in config.get("managedNodeGroups") or []:
+        wanted = (group.get("iam") or {}).get("instanceRoleARN")
+        have = (existing.get(group["name"]) or {}).get("nodeRole")
+        if wanted and have and role_name_of(have) != role_name_of(wanted):
+            warnings.append("node group %s runs with node role %s, not %s (node_instance_role_arn): EKS cannot change "
+                            "a node group's role; replace the group (delete it, or rename it in the list, and run "
+                            "again) to move its nodes to the new role" % (group["name"], have, wanted))
+    return warnings
 
 
 def _minor(version):

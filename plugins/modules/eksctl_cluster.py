@@ -79,8 +79,29 @@ options:
   permissions_boundary_arn:
     description:
       - Permissions boundary of every IAM role eksctl creates (C(iam.serviceRolePermissionsBoundary), each node
-        group's C(iam.instanceRolePermissionsBoundary), each pod identity association's C(permissionsBoundaryARN)).
+        group's C(iam.instanceRolePermissionsBoundary) unless O(node_instance_role_arn) names the node role, each pod
+        identity association's C(permissionsBoundaryARN)).
       - The trainfleet deployer policy lets roles be created only with the boundary the iam role publishes.
+    type: str
+  node_instance_role_arn:
+    description:
+      - IAM role of every managed node group (C(iam.instanceRoleARN)), usually the iam role's node role
+        (C(iam_node_role_arn)). eksctl then creates no node role and puts no permissions boundary on one.
+      - Must be a role at path C(/) (C(arn:aws:iam::<account>:role/<name>)); eksctl 0.210.0 drops a role path
+        from C(instanceRoleARN), so the node group would name a role that does not exist.
+      - Unset (and no O(node_instance_role_name)), eksctl creates a role per node group. An existing node group
+        keeps its role (EKS cannot change it); the module warns when it differs.
+      - When node groups are managed, the role is read first (C(iam:GetRole), C(iam:ListAttachedRolePolicies)) and
+        refused unless it is at path C(/), trusts C(ec2.amazonaws.com) and has C(AmazonEKSWorkerNodePolicy) and
+        C(AmazonEC2ContainerRegistryPullOnly) (or C(AmazonEC2ContainerRegistryReadOnly)) attached, which the EKS
+        managed node group API requires.
+    type: str
+  node_instance_role_name:
+    description:
+      - Name of the node role, looked up in IAM when O(node_instance_role_arn) is unset (the iam step creates it at
+        path C(/)).
+      - A role that does not exist fails the call, except in check mode, where the ARN the iam step would create
+        is used (account from STS) with a warning.
     type: str
   pod_identity_associations:
     description:
@@ -236,7 +257,7 @@ options:
     description: Also write the rendered ClusterConfig to this file for inspection (not counted as a change).
     type: path
   endpoint_url:
-    description: EKS API endpoint for reading state, for example a local AWS endpoint in tests.
+    description: AWS endpoint (EKS, IAM, STS) for reading state, for example a local AWS endpoint in tests.
     type: str
     aliases: [aws_endpoint_url]
   timeout:
@@ -279,6 +300,8 @@ EXAMPLES = r"""
         min_size: 1
         desired_size: 2
         max_size: 3
+    # The iam role's node role (path /): no node role is created by eksctl.
+    node_instance_role_arn: arn:aws:iam::123456789012:role/trainfleet-node
     kubeconfig: ~/.kube/trainfleet
     eksctl_path: ~/.cache/trainfleet/eksctl/0.210.0/eksctl
 
@@ -329,6 +352,11 @@ commands:
   returned: always
   type: list
   elements: list
+node_instance_role:
+  description: The node role rendered as every node group's C(iam.instanceRoleARN); C(exists) is null when it could not be read.
+  returned: when node groups are managed with O(node_instance_role_arn) or O(node_instance_role_name)
+  type: dict
+  sample: {arn: "arn:aws:iam::123456789012:role/trainfleet-node", exists: true}
 kubeconfig:
   description: Path of the kubeconfig written or kept.
   returned: when O(kubeconfig) is set
@@ -336,6 +364,7 @@ kubeconfig:
 """
 
 import hashlib
+import json
 import os
 import traceback
 
@@ -343,10 +372,15 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.trainfleet.training.plugins.module_utils.eksctl import (
     EksctlConfigError,
+    cni_has_own_role,
     commands,
     current_from_aws,
     dump_yaml,
     kubeconfig_command,
+    node_role_arn,
+    node_role_errors,
+    node_role_warnings,
+    role_name_of,
     plan,
     render_cluster_config,
     validate,
@@ -414,6 +448,8 @@ def argspec():
         with_oidc=dict(type="bool", default=True),
         pod_identity_associations=dict(type="list", elements="dict"),
         permissions_boundary_arn=dict(type="str"),
+        node_instance_role_arn=dict(type="str"),
+        node_instance_role_name=dict(type="str"),
         addons=dict(type="list", elements="dict", options=addon),
         log_types=dict(type="list", elements="str"),
         log_retention_days=dict(type="int", default=0),
@@ -454,6 +490,52 @@ def read_current(module):
         module.warn("the EKS endpoint does not implement ListAddons; add-ons are not compared")
         addons = None
     return current_from_aws(cluster, groups, addons)
+
+
+def _error_code(exc):
+    return exc.response.get("Error", {}).get("Code")
+
+
+def resolve_node_role(module):
+    """The node role ARN to render (None: eksctl creates one) and whether the role exists.
+
+    Reads the role (by the ARN's name or node_instance_role_name) and refuses one EKS would refuse.
+    """
+    params = module.params
+    arn, name = params.get("node_instance_role_arn"), params.get("node_instance_role_name")
+    if not arn and not name:
+        return None, None
+    role_name = role_name_of(arn) if arn else name
+    client = boto3.client("iam", region_name=params["region"], endpoint_url=params["endpoint_url"])
+    try:
+        role = client.get_role(RoleName=role_name)["Role"]
+    except ClientError as exc:
+        if _error_code(exc) in ("AccessDenied", "AccessDeniedException") and arn:
+            module.warn("node role %s could not be read (%s); node_instance_role_arn is used unchecked"
+                        % (arn, _error_code(exc)))
+            return arn, None
+        if _error_code(exc) != "NoSuchEntity":
+            raise
+        option = "node_instance_role_arn %s" % arn if arn else "node_instance_role_name %s" % name
+        if not module.check_mode:
+            raise EksctlConfigError("the node role of the node groups (%s) does not exist: run the iam step first, "
+                                    "which creates it" % option)
+        if not arn:
+            caller = boto3.client("sts", region_name=params["region"], endpoint_url=params["endpoint_url"])
+            identity = caller.get_caller_identity()
+            arn = node_role_arn(identity["Arn"].split(":")[1], identity["Account"], name)
+        module.warn("check mode: the node role %s does not exist yet (%s); the iam step creates it" % (arn, option))
+        return arn, False
+    document = role.get("AssumeRolePolicyDocument")
+    if isinstance(document, str):
+        role["AssumeRolePolicyDocument"] = json.loads(document)
+    attached = []
+    for page in client.get_paginator("list_attached_role_policies").paginate(RoleName=role_name):
+        attached.extend(p["PolicyArn"] for p in page.get("AttachedPolicies", []))
+    errors = node_role_errors(role, attached, cni_has_own_role(params))
+    if errors:
+        raise EksctlConfigError("; ".join(errors))
+    return role["Arn"], True
 
 
 def comparable(params, config, current, manage_nodegroups):
@@ -498,8 +580,11 @@ def _mentions(path, name):
 
 
 def execute_module(module):
-    params = module.params
-    validate(params)
+    validate(module.params)
+    params = dict(module.params)
+    role_exists = None
+    if params["state"] == "present" and params["managed_node_groups"]:
+        params["node_instance_role_arn"], role_exists = resolve_node_role(module)
     config = render_cluster_config(params)
     config_yaml = dump_yaml(config)
     manage_nodegroups = params["managed_node_groups"] is not None
@@ -514,6 +599,9 @@ def execute_module(module):
         actions = [{"action": "create_nodegroups", "name": params["name"], "nodegroups": groups}] if groups else []
     else:
         actions = plan(config, current, manage_nodegroups, params["prune_nodegroups"], params["state"])
+    if manage_nodegroups and params["state"] == "present":
+        for warning in node_role_warnings(config, current):
+            module.warn(warning)
 
     if params["config_path"] and not module.check_mode:
         os.makedirs(os.path.dirname(os.path.abspath(params["config_path"])), exist_ok=True)
@@ -529,6 +617,8 @@ def execute_module(module):
     argvs = commands(actions, config_file, params["region"], kubeconfig, params["timeout"])
     result = dict(changed=bool(actions), config=config, config_yaml=config_yaml, current=current,
                   actions=actions, commands=[[params["eksctl_path"]] + argv for argv in argvs])
+    if params["node_instance_role_arn"]:
+        result["node_instance_role"] = dict(arn=params["node_instance_role_arn"], exists=role_exists)
     if module._diff:
         before, after = comparable(params, config, current, manage_nodegroups)
         result["diff"] = dict(before=before, after=after if params["state"] == "present" else {},

@@ -68,7 +68,7 @@ STEPS = {
         "does not exist because the cluster step only planned the cluster",
     ]),
     "storage": ("Shared storage", [
-        "check mode: skipped the efs StorageClass, volume and claim trainfleet/trainfleet-data",
+        "check mode: skipped the fsx StorageClass, volume and claim trainfleet/trainfleet-data",
         "does not exist because the cluster step only planned the cluster",
     ]),
     "trainer_image": ("Trainer image", [

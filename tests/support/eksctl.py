@@ -10,7 +10,8 @@ must be there and the validation must run).
 
 semantic_errors() holds the checks eksctl 0.210.0 makes in code (its API validation, defaulting
 and CloudFormation builder) that touch the fields trainfleet renders, written down from reading
-eksctl's behaviour, plus the AMI rule trainfleet relies on for accelerator nodes.
+eksctl's behaviour, plus the AMI rule trainfleet relies on for accelerator nodes and the node role
+path rule (eksctl drops a path from iam.instanceRoleARN).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -135,6 +136,24 @@ def _node_group_errors(path, group, cluster_zones, minor):
                       "overrideBootstrapCommand", "maxPodsPerNode", "ami"):
             if field in group:
                 errors.append("%s.%s cannot be set together with launchTemplate" % (path, field))
+    # An existing node role (instanceRoleARN) excludes everything eksctl would use to create one,
+    # managed groups take no instance profile, and eksctl 0.210.0 drops a role path (NormalizeARN:
+    # NodeRole becomes arn:...:role/<name>, not the role's ARN, so PassRole on the path and the
+    # node group's access entry fail).
+    iam = group.get("iam") or {}
+    if iam.get("instanceRoleARN"):
+        for field in ("instanceRoleName", "attachPolicy", "attachPolicyARNs", "instanceRolePermissionsBoundary"):
+            if iam.get(field):
+                errors.append("%s.iam.instanceRoleARN and %s.iam.%s cannot be set at the same time" % (path, path, field))
+        if any((iam.get("withAddonPolicies") or {}).values()):
+            errors.append("%s.iam.instanceRoleARN and %s.iam.withAddonPolicies cannot be set at the same time"
+                          % (path, path))
+        resource = str(iam["instanceRoleARN"]).split(":", 5)[-1]
+        if not re.match(r"^role/[^/]+$", resource):
+            errors.append("%s.iam.instanceRoleARN %r has a role path: eksctl passes arn:...:role/<name> instead, "
+                          "which is not that role's ARN" % (path, iam["instanceRoleARN"]))
+    if iam.get("instanceProfileARN"):
+        errors.append("%s.iam.instanceProfileARN is not supported for Managed Nodes" % path)
     # disablePodIMDS and the node role's add-on policies exclude each other.
     addon_policies = (group.get("iam") or {}).get("withAddonPolicies") or {}
     if group.get("disablePodIMDS") and any(addon_policies.values()):

@@ -37,7 +37,9 @@ IAM_VARS = {
     "iam_irsa_oidc_issuer": "oidc.eks.us-west-2.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
     "iam_ecr_repository_names": ["trainfleet/trainer"],
     "iam_eks_addon_registry_accounts": ["602401143452"],
-    "iam_node_managed_policy_names": ["AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy"],
+    "iam_node_managed_policy_names": ["AmazonEKSWorkerNodePolicy"],
+    "iam_node_role_name": "trainfleet-node",
+    "iam_node_ecr_pull_mode": "scoped",
     "iam_deployer_extra_statements": [],
     "iam_permissions_boundary_name": "trainfleet-boundary",
 }
@@ -140,15 +142,20 @@ def test_irsa_trust_is_pinned_to_one_service_account_and_audience():
 # --------------------------------------------------------------------------- node role
 
 
-def test_node_ecr_policy_is_pull_only_on_our_and_the_addon_repositories():
-    doc = render_json("iam", "node-ecr-pull-policy.json.j2")
-    assert_least_privilege(doc, star_ok=("ecr:GetAuthorizationToken",))
-    pull = [st for st in doc["Statement"] if st["Sid"] == "PullImages"][0]
+@pytest.mark.parametrize("mode, expected", [
+    ("scoped", ["arn:aws:ecr:us-west-2:123456789012:repository/trainfleet/trainer",
+                "arn:aws:ecr:us-west-2:602401143452:repository/*"]),
+    ("managed", ["*"]),
+])
+def test_boundary_scopes_image_pulls_to_our_and_the_addon_repositories(mode, expected):
+    """The node role needs AmazonEC2ContainerRegistryPullOnly (the EKS API requires an AWS managed ECR
+    policy); the boundary, on the node role and every role eksctl creates, scopes what it grants."""
+    doc = render_json("iam", "permissions-boundary.json.j2", iam_node_ecr_pull_mode=mode)
+    pull = [st for st in doc["Statement"] if st["Sid"] == "PullOnlyOurAndAddonImages"][0]
     assert sorted(actions(pull)) == ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]
-    assert resources(pull) == [
-        "arn:aws:ecr:us-west-2:123456789012:repository/trainfleet/trainer",
-        "arn:aws:ecr:us-west-2:602401143452:repository/*",
-    ]
+    assert resources(pull) == expected
+    others = [a for st in doc["Statement"] if st["Sid"] != "PullOnlyOurAndAddonImages" for a in actions(st)]
+    assert [a for a in others if a.startswith("ecr:")] == ["ecr:GetAuthorizationToken"]
 
 
 def test_ec2_trust():
@@ -184,9 +191,12 @@ def test_deployer_policy_names_every_action_and_scopes_resources():
             continue
         for res in resources(st):
             if res.startswith("arn:aws:iam::123456789012:"):
-                assert res.startswith(("arn:aws:iam::123456789012:role/trainfleet/", "arn:aws:iam::123456789012:policy/trainfleet/",
-                                       "arn:aws:iam::123456789012:role/eksctl-trainfleet-",
-                                       "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/"))
+                # Our path, eksctl's roles of our cluster, the OIDC provider, and the node role (at path /,
+                # named exactly: eksctl drops a role path from instanceRoleARN).
+                assert res == "arn:aws:iam::123456789012:role/trainfleet-node" or res.startswith((
+                    "arn:aws:iam::123456789012:role/trainfleet/", "arn:aws:iam::123456789012:policy/trainfleet/",
+                    "arn:aws:iam::123456789012:role/eksctl-trainfleet-",
+                    "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/")), res
             if res.startswith("arn:aws:s3:::"):
                 assert res.startswith(BUCKET_ARN)
 

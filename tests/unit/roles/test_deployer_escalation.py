@@ -125,6 +125,17 @@ def with_boundary(arn=BOUNDARY, **more):
 
 
 ROLE = IAM + "role/trainfleet/trainfleet-training"
+# The node role: at path / (eksctl 0.210.0 drops a role path from instanceRoleARN).
+NODE_ROLE = IAM + "role/trainfleet-node"
+# AmazonEC2ContainerRegistryPullOnly, the AWS managed policy the node role carries (the EKS managed
+# node group API requires it): image pulls on every repository, capped by the boundary.
+PULL_ONLY = {"Statement": [{"Effect": "Allow", "Action": [
+    "ecr:GetAuthorizationToken", "ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer",
+    "ecr:BatchGetImage", "ecr:BatchImportUpstreamImage"], "Resource": "*"}]}
+WORKER_NODE = {"Statement": [{"Effect": "Allow", "Action": [
+    "ec2:DescribeInstances", "ec2:DescribeRouteTables", "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets",
+    "ec2:DescribeVolumes", "ec2:DescribeVolumesModifications", "ec2:DescribeVpcs", "eks:DescribeCluster",
+    "eks-auth:AssumeRoleForPodIdentity"], "Resource": "*"}]}
 EVIL_ROLE = IAM + "role/trainfleet/evil"
 EVIL_POLICY = IAM + "policy/trainfleet/evil-star"
 ADMIN = "arn:aws:iam::aws:policy/AdministratorAccess"
@@ -152,6 +163,11 @@ ADMIN = "arn:aws:iam::aws:policy/AdministratorAccess"
     ("iam:UpdateAssumeRolePolicy", IAM + "role/OrganizationAccountAccessRole", {}),
     ("iam:CreatePolicyVersion", IAM + "policy/admin-policy", {}),
     ("iam:PassRole", IAM + "role/admin", {"iam:PassedToService": "ec2.amazonaws.com"}),
+    # the node role's exact name at path / does not open other root-path roles
+    ("iam:PassRole", IAM + "role/trainfleet-node-admin", {"iam:PassedToService": "eks.amazonaws.com"}),
+    ("iam:CreateRole", IAM + "role/trainfleet-nodes", with_boundary()),
+    ("iam:CreateRole", NODE_ROLE, {}),
+    ("iam:AttachRolePolicy", NODE_ROLE, with_boundary(**{"iam:PolicyARN": ADMIN})),
     ("iam:CreateUser", IAM + "user/evil", {}),
     ("iam:CreateAccessKey", IAM + "user/admin", {}),
     ("sts:AssumeRole", IAM + "role/admin", {}),
@@ -197,8 +213,12 @@ def test_the_self_trusting_star_role_is_capped_by_the_boundary(deployer, boundar
     ("iam:CreatePolicy", IAM + "policy/trainfleet/trainfleet-training-s3", {}),
     ("iam:CreateRole", ROLE, with_boundary()),
     ("iam:AttachRolePolicy", ROLE, with_boundary(**{"iam:PolicyARN": IAM + "policy/trainfleet/trainfleet-training-s3"})),
-    ("iam:AttachRolePolicy", IAM + "role/trainfleet/trainfleet-node",
+    ("iam:CreateRole", NODE_ROLE, with_boundary()),
+    ("iam:AttachRolePolicy", NODE_ROLE,
      with_boundary(**{"iam:PolicyARN": "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"})),
+    ("iam:AttachRolePolicy", NODE_ROLE,
+     with_boundary(**{"iam:PolicyARN": "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly"})),
+    ("iam:TagRole", NODE_ROLE, {}),
     ("iam:UpdateAssumeRolePolicy", ROLE, {}),
     ("iam:TagRole", ROLE, {}),
     ("iam:PassRole", ROLE, {"iam:PassedToService": "pods.eks.amazonaws.com"}),
@@ -214,6 +234,10 @@ def test_the_self_trusting_star_role_is_capped_by_the_boundary(deployer, boundar
     # cluster and nodegroups (eksctl, CloudFormation, EC2, logs)
     ("eks:CreateCluster", "arn:aws:eks:us-west-2:%s:cluster/trainfleet" % ACCT, {}),
     ("eks:CreateNodegroup", "arn:aws:eks:us-west-2:%s:nodegroup/trainfleet/cpu/abc" % ACCT, {}),
+    # the node groups use the iam step's node role: eksctl_cluster reads it, CloudFormation passes it to EKS
+    ("iam:GetRole", NODE_ROLE, {}),
+    ("iam:ListAttachedRolePolicies", NODE_ROLE, {}),
+    ("iam:PassRole", NODE_ROLE, {"iam:PassedToService": "eks.amazonaws.com"}),
     ("eks:CreatePodIdentityAssociation", "arn:aws:eks:us-west-2:%s:podidentityassociation/trainfleet/a-1" % ACCT, {}),
     ("cloudformation:CreateStack", "arn:aws:cloudformation:us-west-2:%s:stack/eksctl-trainfleet-cluster/id" % ACCT, {}),
     ("ec2:CreateVpc", "*", {}),
@@ -238,13 +262,32 @@ def test_every_step_is_still_allowed(deployer, action, resource, context):
 
 def test_roles_under_the_boundary_keep_what_they_need(boundary):
     training = render_json("iam", "training-s3-policy.json.j2", **VARS)
-    node_ecr = render_json("iam", "node-ecr-pull-policy.json.j2", **VARS)
     bucket = "arn:aws:s3:::trainfleet-123456789012-us-west-2"
     assert decide([training], "s3:PutObject", bucket + "/training/ckpt.pt", boundary=boundary) == "Allow"
     assert decide([training], "s3:ListBucket", bucket, {"s3:prefix": "training/"}, boundary=boundary) == "Allow"
-    assert decide([node_ecr], "ecr:BatchGetImage", "arn:aws:ecr:us-west-2:%s:repository/trainfleet/trainer" % ACCT,
+    # The node role: what a kubelet needs to join and to pull our and the add-on images.
+    node = [PULL_ONLY, WORKER_NODE]
+    for action in ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"):
+        assert decide(node, action, "arn:aws:ecr:us-west-2:%s:repository/trainfleet/trainer" % ACCT,
+                      boundary=boundary) == "Allow"
+        assert decide(node, action, "arn:aws:ecr:us-west-2:602401143452:repository/eks/coredns",
+                      boundary=boundary) == "Allow"
+    assert decide(node, "ecr:GetAuthorizationToken", "*", boundary=boundary) == "Allow"
+    assert decide(node, "eks:DescribeCluster", "arn:aws:eks:us-west-2:%s:cluster/trainfleet" % ACCT,
                   boundary=boundary) == "Allow"
-    assert decide([node_ecr], "ecr:GetAuthorizationToken", "*", boundary=boundary) == "Allow"
+
+
+@pytest.mark.parametrize("repository", [
+    "arn:aws:ecr:us-west-2:%s:repository/payroll-service" % ACCT,
+    "arn:aws:ecr:us-west-2:210987654321:repository/someone-else",
+    "arn:aws:ecr:eu-west-1:602401143452:repository/eks/coredns",
+])
+def test_node_role_pulls_no_other_repository(boundary, repository):
+    """The issue: nodes read every ECR repository. PullOnly grants that; the boundary takes it away."""
+    assert decide([PULL_ONLY], "ecr:BatchGetImage", repository) == "Allow"
+    assert decide([PULL_ONLY], "ecr:BatchGetImage", repository, boundary=boundary) == "ImplicitDeny"
+    managed = render_json("iam", "permissions-boundary.json.j2", **dict(VARS, iam_node_ecr_pull_mode="managed"))
+    assert decide([PULL_ONLY], "ecr:BatchGetImage", repository, boundary=managed) == "Allow"
 
 
 def test_boundary_grants_no_iam_sts_or_foreign_bucket_action(boundary):

@@ -33,6 +33,8 @@ from ansible_collections.trainfleet.training.plugins.modules.eksctl_cluster impo
 from tests.support.eksctl import schema_errors, semantic_errors, validator_or_skip  # noqa: E402
 
 ROLE_ARN = "arn:aws:iam::123456789012:role/trainfleet-training"
+NODE_ROLE_ARN = "arn:aws:iam::123456789012:role/trainfleet-node"
+BOUNDARY_ARN = "arn:aws:iam::123456789012:policy/trainfleet/trainfleet-boundary"
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +102,15 @@ MATRIX = {
             {"namespace": "tools", "serviceAccountName": "writer",
              "permissionPolicy": {"Version": "2012-10-17", "Statement": [
                  {"Effect": "Allow", "Action": ["s3:PutObject"], "Resource": ["arn:aws:s3:::b/*"]}]}}]),
+    # What the roles render: the iam step's node role and its permissions boundary.
+    "node-role-and-boundary": cluster(node_instance_role_arn=NODE_ROLE_ARN, permissions_boundary_arn=BOUNDARY_ARN,
+                                      managed_node_groups=[
+                                          dict(name="cpu", instance_types=["m5.large"], min_size=1, desired_size=2,
+                                               max_size=3),
+                                          dict(name="trn1", kind="trainium", instance_types=["trn1.32xlarge"],
+                                               efa=True, min_size=0, desired_size=2, max_size=2,
+                                               availability_zones=["us-west-2a"])]),
+    "boundary-without-node-role": cluster(permissions_boundary_arn=BOUNDARY_ARN),
     "logging-off": cluster(log_types=[], log_retention_days=0),
     "logging-unmanaged-al2-1.32": cluster(version="1.32", log_types=None, managed_node_groups=[
         dict(name="cpu", instance_types=["m5.large"], ami_family="AmazonLinux2", min_size=1, desired_size=1,
@@ -149,7 +160,9 @@ def test_matrix_covers_every_field_the_renderer_emits():
                   "managedNodeGroups[].instanceMarketOptions.marketType", "managedNodeGroups[].taints[].value",
                   "iam.podIdentityAssociations[].permissionPolicy", "addons[].configurationValues",
                   "addons[].version", "addons[].useDefaultPodIdentityAssociations", "addonsConfig",
-                  "cloudWatch.clusterLogging.logRetentionInDays", "metadata.tags", "availabilityZones"):
+                  "cloudWatch.clusterLogging.logRetentionInDays", "metadata.tags", "availabilityZones",
+                  "managedNodeGroups[].iam.instanceRoleARN", "managedNodeGroups[].iam.instanceRolePermissionsBoundary",
+                  "iam.serviceRolePermissionsBoundary"):
         assert field in seen, field
 
 
@@ -220,6 +233,19 @@ def _trn(config):
     (lambda c: _group(c).update(placement={"groupName": ""}), "placement.groupName must be set and non-empty"),
     (lambda c: _group(c).update(disablePodIMDS=True, iam={"withAddonPolicies": {"fsx": True}}),
      "disablePodIMDS and iam.withAddonPolicies cannot be set at the same time"),
+    # The node role: an existing role excludes what eksctl would create one with; no path.
+    (lambda c: _group(c).update(iam={"instanceRoleARN": NODE_ROLE_ARN, "instanceRolePermissionsBoundary": BOUNDARY_ARN}),
+     "managedNodeGroups[0] (cpu).iam.instanceRoleARN and managedNodeGroups[0] (cpu).iam.instanceRolePermissionsBoundary "
+     "cannot be set at the same time"),
+    (lambda c: _group(c).update(iam={"instanceRoleARN": NODE_ROLE_ARN, "withAddonPolicies": {"fsx": True}}),
+     "iam.instanceRoleARN and managedNodeGroups[0] (cpu).iam.withAddonPolicies cannot be set at the same time"),
+    (lambda c: _group(c).update(iam={"instanceRoleARN": NODE_ROLE_ARN,
+                                     "attachPolicyARNs": ["arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"]}),
+     "iam.instanceRoleARN and managedNodeGroups[0] (cpu).iam.attachPolicyARNs cannot be set at the same time"),
+    (lambda c: _group(c).update(iam={"instanceRoleARN": "arn:aws:iam::123456789012:role/trainfleet/trainfleet-node"}),
+     "iam.instanceRoleARN 'arn:aws:iam::123456789012:role/trainfleet/trainfleet-node' has a role path"),
+    (lambda c: _group(c).update(iam={"instanceProfileARN": "arn:aws:iam::123456789012:instance-profile/p"}),
+     "iam.instanceProfileARN is not supported for Managed Nodes"),
     (lambda c: _group(c).update(launchTemplate={"id": "lt-0123"}),
      "managedNodeGroups[0] (cpu).instanceType cannot be set together with launchTemplate"),
     (lambda c: _group(c).update(instanceType="p5.48xlarge", amiFamily="Bottlerocket"),
@@ -253,6 +279,15 @@ def test_semantic_rules_catch_a_broken_config(break_it, expected):
     break_it(config)
     errors = semantic_errors(config)
     assert any(expected in e for e in errors), errors
+
+
+def test_node_role_replaces_the_group_boundary():
+    """eksctl refuses instanceRoleARN with instanceRolePermissionsBoundary: the role carries the boundary itself."""
+    config = module_render(MATRIX["node-role-and-boundary"])
+    assert [g["iam"] for g in config["managedNodeGroups"]] == [{"instanceRoleARN": NODE_ROLE_ARN}] * 2
+    assert config["iam"]["serviceRolePermissionsBoundary"] == BOUNDARY_ARN
+    plain = module_render(MATRIX["boundary-without-node-role"])
+    assert plain["managedNodeGroups"][0]["iam"] == {"instanceRolePermissionsBoundary": BOUNDARY_ARN}
 
 
 def test_efa_group_may_name_one_zone_or_none():

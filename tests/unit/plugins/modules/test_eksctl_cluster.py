@@ -201,6 +201,97 @@ def test_version_is_a_quoted_string_in_yaml():
     assert "version: '1.30'" in text
 
 
+NODE_ROLE = "arn:aws:iam::123456789012:role/trainfleet-node"
+EC2_TRUST = {"Version": "2012-10-17", "Statement": [
+    {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": ["sts:AssumeRole"]}]}
+AWS_POLICY = "arn:aws:iam::aws:policy/"
+
+
+@pytest.mark.parametrize("arn", [
+    "arn:aws:iam::123456789012:role/trainfleet/trainfleet-node",
+    "arn:aws:iam::123456789012:role/a/b/trainfleet-node",
+    "arn:aws:iam::123456789012:instance-profile/trainfleet-node",
+    "trainfleet-node",
+    "arn:aws:iam::12345:role/trainfleet-node",
+])
+def test_node_role_arn_must_be_a_role_at_path_root(arn):
+    with pytest.raises(E.EksctlConfigError) as err:
+        E.validate(params(node_instance_role_arn=arn))
+    assert "node_instance_role_arn must be the ARN of an IAM role at path /" in str(err.value)
+    assert repr(arn) in str(err.value)
+
+
+def test_render_uses_the_node_role_and_leaves_the_boundary_to_it():
+    boundary = "arn:aws:iam::123456789012:policy/trainfleet/trainfleet-boundary"
+    for partition_arn in (NODE_ROLE, "arn:aws-cn:iam::123456789012:role/trainfleet-node"):
+        E.validate(params(node_instance_role_arn=partition_arn))
+    cfg = E.render_cluster_config(params(
+        node_instance_role_arn=NODE_ROLE, permissions_boundary_arn=boundary,
+        managed_node_groups=[group(), group(name="gpu", kind="gpu", instance_types=["g5.xlarge"])],
+        pod_identity_associations=[{"namespace": "trainfleet", "serviceAccountName": "sa",
+                                    "roleARN": "arn:aws:iam::123456789012:role/trainfleet/trainfleet-training"}]))
+    assert [g["iam"] for g in cfg["managedNodeGroups"]] == [{"instanceRoleARN": NODE_ROLE}] * 2
+    # The roles eksctl still creates keep the boundary.
+    assert cfg["iam"]["serviceRolePermissionsBoundary"] == boundary
+    assert cfg["iam"]["podIdentityAssociations"][0]["permissionsBoundaryARN"] == boundary
+
+
+def role(path="/", trust=None, name="trainfleet-node"):
+    return {"RoleName": name, "Path": path, "Arn": "arn:aws:iam::123456789012:role%s%s" % (path, name),
+            "AssumeRolePolicyDocument": EC2_TRUST if trust is None else trust}
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    (dict(role=role(path="/trainfleet/")), "node role trainfleet-node is under path /trainfleet/: eksctl 0.210.0 drops"),
+    (dict(role=role(trust={"Statement": [{"Effect": "Allow", "Principal": {"Service": "eks.amazonaws.com"},
+                                          "Action": "sts:AssumeRole"}]})),
+     "node role trainfleet-node does not let ec2.amazonaws.com assume it"),
+    (dict(attached=[AWS_POLICY + "AmazonEC2ContainerRegistryPullOnly"]),
+     "lacks the AWS managed policies AmazonEKSWorkerNodePolicy (the EKS managed node group API refuses"),
+    (dict(attached=[AWS_POLICY + "AmazonEKSWorkerNodePolicy",
+                    "arn:aws:iam::123456789012:policy/trainfleet/trainfleet-node-ecr-pull"]),
+     "lacks the AWS managed policies AmazonEC2ContainerRegistryPullOnly or AmazonEC2ContainerRegistryReadOnly"),
+    (dict(cni_own_role=False), "has no AmazonEKS_CNI_Policy and the VPC CNI gets no role of its own"),
+])
+def test_node_role_errors_name_what_eks_would_refuse(kwargs, expected):
+    args = dict(role=role(), attached=[AWS_POLICY + "AmazonEKSWorkerNodePolicy",
+                                       AWS_POLICY + "AmazonEC2ContainerRegistryPullOnly"], cni_own_role=True)
+    args.update(kwargs)
+    errors = E.node_role_errors(args["role"], args["attached"], args["cni_own_role"])
+    assert any(expected in e for e in errors), errors
+
+
+def test_node_role_errors_accept_what_the_iam_step_creates():
+    attached = [AWS_POLICY + "AmazonEKSWorkerNodePolicy", AWS_POLICY + "AmazonEC2ContainerRegistryPullOnly"]
+    for cni in (True, None):
+        assert E.node_role_errors(role(), attached, cni) == []
+    assert E.node_role_errors(role(), attached + [AWS_POLICY + "AmazonEKS_CNI_Policy"], False) == []
+    assert E.node_role_errors(role(), [AWS_POLICY + "AmazonEKSWorkerNodePolicy",
+                                       AWS_POLICY + "AmazonEC2ContainerRegistryReadOnly"]) == []
+
+
+@pytest.mark.parametrize("override, expected", [
+    (dict(), True), (dict(addons=None), None), (dict(addons=[], with_oidc=True), True),
+    (dict(addons=[], with_oidc=False), False), (dict(addons=[{"name": "vpc-cni"}], with_oidc=False), True),
+])
+def test_cni_has_own_role_follows_eksctl(override, expected):
+    assert E.cni_has_own_role(params(**override)) is expected
+
+
+def test_node_role_warnings_for_groups_eksctl_gave_their_own_role():
+    cfg = E.render_cluster_config(params(node_instance_role_arn=NODE_ROLE,
+                                         managed_node_groups=[group(), group(name="new")]))
+    have = current(groups={"cpu": {"minSize": 1, "desiredCapacity": 2, "maxSize": 3,
+                                   "nodeRole": "arn:aws:iam::123456789012:role/eksctl-trainfleet-nodegroup-cpu-NodeInstanceRole-X"}})
+    warnings = E.node_role_warnings(cfg, have)
+    assert len(warnings) == 1 and warnings[0].startswith("node group cpu runs with node role arn:aws:iam::123456789012:"
+                                                         "role/eksctl-trainfleet-nodegroup-cpu-NodeInstanceRole-X, not "
+                                                         + NODE_ROLE)
+    # eksctl hands EKS the role without its path; the same role name is not a difference.
+    same = current(groups={"cpu": {"minSize": 1, "desiredCapacity": 2, "maxSize": 3, "nodeRole": NODE_ROLE}})
+    assert E.node_role_warnings(cfg, same) == [] and E.node_role_warnings(cfg, None) == []
+
+
 # ---------------------------------------------------------------- planning
 def current(version="1.33", groups=None, log_types=None, addons=None, status="ACTIVE"):
     return {"name": "trainfleet", "version": version, "status": status, "log_types": log_types or ["api"],
@@ -298,6 +389,8 @@ def moto_eks(monkeypatch):
     moto = pytest.importorskip("moto")
     for key, value in AWS_ENV.items():
         monkeypatch.setenv(key, value)
+    # The AWS managed policies a node role needs (AmazonEKSWorkerNodePolicy, ...), as on AWS.
+    monkeypatch.setenv("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
     with moto.mock_aws():
         import boto3
         yield boto3.client("eks", region_name="us-west-2")
@@ -312,7 +405,18 @@ def module_args(**kw):
 
 
 def result_of(capsys):
-    return json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    # Once controller code is imported in this process (other tests do), module warnings are
+    # displayed on stderr instead of returned: keep both.
+    result["_stderr"] = captured.err
+    return result
+
+
+def warnings_of(res):
+    """The warning texts of a module result (ansible-core 2.19 returns them as event summaries)."""
+    returned = [w["event"]["msg"] if isinstance(w, dict) else w for w in res.get("warnings", [])]
+    return returned + [" ".join(res.get("_stderr", "").split())]
 
 
 def make_cluster(eks, desired=2):
@@ -390,6 +494,75 @@ def test_module_runs_planned_eksctl_calls(moto_eks, capsys, tmp_path):
     assert len(calls) == 1 and calls[0].startswith("scale nodegroup --cluster trainfleet --region us-west-2 --name cpu")
 
 
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
+
+
+def make_node_role(name="trainfleet-node", path="/", policies=NODE_POLICIES):
+    import boto3
+    iam = boto3.client("iam", region_name="us-east-1")
+    arn = iam.create_role(RoleName=name, Path=path, AssumeRolePolicyDocument=json.dumps(EC2_TRUST))["Role"]["Arn"]
+    for policy in policies:
+        iam.attach_role_policy(RoleName=name, PolicyArn=AWS_POLICY + policy)
+    return arn
+
+
+def test_module_renders_the_node_role_read_from_iam(moto_eks, capsys):
+    arn = make_node_role()
+    run_module(module_args(node_instance_role_name="trainfleet-node"), check_mode=True)
+    res = result_of(capsys)
+    assert res["node_instance_role"] == {"arn": arn, "exists": True}
+    assert res["config"]["managedNodeGroups"][0]["iam"] == {"instanceRoleARN": arn}
+    assert "instanceRoleARN: " + arn in res["config_yaml"]
+
+
+def test_module_checks_a_given_node_role_arn(moto_eks, capsys):
+    arn = make_node_role(policies=("AmazonEKSWorkerNodePolicy",))
+    run_module(module_args(node_instance_role_arn=arn), check_mode=True)
+    res = result_of(capsys)
+    assert res["failed"] is True
+    assert "node role trainfleet-node lacks the AWS managed policies AmazonEC2ContainerRegistryPullOnly" in res["msg"]
+
+
+def test_module_refuses_a_node_role_under_a_path(moto_eks, capsys):
+    make_node_role(path="/trainfleet/")
+    run_module(module_args(node_instance_role_name="trainfleet-node"), check_mode=True)
+    res = result_of(capsys)
+    assert res["failed"] is True and "is under path /trainfleet/: eksctl 0.210.0 drops a role path" in res["msg"]
+
+
+def test_module_refuses_a_missing_node_role_outside_check_mode(moto_eks, capsys):
+    run_module(module_args(node_instance_role_name="trainfleet-node"))
+    res = result_of(capsys)
+    assert res["failed"] is True
+    assert res["msg"] == ("the node role of the node groups (node_instance_role_name trainfleet-node) does not exist: "
+                          "run the iam step first, which creates it")
+
+
+def test_module_check_mode_uses_the_role_the_iam_step_would_create(moto_eks, capsys):
+    run_module(module_args(node_instance_role_name="trainfleet-node"), check_mode=True)
+    res = result_of(capsys)
+    assert res["node_instance_role"] == {"arn": NODE_ROLE, "exists": False}
+    assert res["config"]["managedNodeGroups"][0]["iam"] == {"instanceRoleARN": NODE_ROLE}
+    assert any("check mode: the node role %s does not exist yet" % NODE_ROLE in w for w in warnings_of(res))
+
+
+def test_module_warns_when_a_group_runs_with_another_role(moto_eks, capsys):
+    arn = make_node_role()
+    make_cluster(moto_eks)
+    run_module(module_args(node_instance_role_arn=arn), check_mode=True)
+    res = result_of(capsys)
+    assert res["actions"] == []
+    assert any("node group cpu runs with node role arn:aws:iam::123456789012:role/n, not " + arn in w
+               for w in warnings_of(res)), warnings_of(res)
+
+
+def test_module_without_node_groups_reads_no_role(moto_eks, capsys):
+    make_cluster(moto_eks)
+    run_module(module_args(managed_node_groups=None, node_instance_role_name="trainfleet-node"), check_mode=True)
+    res = result_of(capsys)
+    assert "node_instance_role" not in res and "failed" not in res
+
+
 # ---------------------------------------------------------------- goldens through the real roles
 def free_port():
     with socket.socket() as sock:
@@ -401,7 +574,8 @@ def free_port():
 def moto_server():
     """A real moto server (the local AWS endpoint) on a free loopback port, stopped after the tests."""
     port = free_port()
-    env = dict(os.environ, **AWS_ENV)
+    # With the AWS managed policies: the node role the tests seed has them attached, as on AWS.
+    env = dict(os.environ, MOTO_IAM_LOAD_MANAGED_POLICIES="true", **AWS_ENV)
     proc = subprocess.Popen([os.path.join(VENV_BIN, "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + 60
@@ -505,6 +679,15 @@ def test_rendered_configs_validate_against_eksctl_schema(eksctl_schema, rendered
         assert schema_errors(eksctl_schema, config) == [], (step, text)
 
 
+@pytest.mark.parametrize("scenario", list(SCENARIOS) + [INVENTORY])
+def test_rendered_node_groups_use_the_iam_steps_node_role(rendered_runs, scenario):
+    """Issue 10: the node groups of both steps run with the iam step's node role (at path /, in check mode of a
+    first run the ARN that step would create), not a role eksctl creates with ECR read on every repository."""
+    for step, text in zip(("cluster", "nodegroups"), rendered_runs[scenario]):
+        groups = yaml.safe_load(text)["managedNodeGroups"]
+        assert groups and [g["iam"] for g in groups] == [{"instanceRoleARN": NODE_ROLE}] * len(groups), (step, text)
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_golden_passes_eksctl_semantic_rules(scenario):
     assert semantic_errors(_golden(scenario)) == []
@@ -565,8 +748,15 @@ def seed_cluster(endpoint, region, groups):
     eks.create_cluster(name="trainfleet", version="1.33", roleArn="arn:aws:iam::123456789012:role/eks",
                        resourcesVpcConfig={"subnetIds": ["subnet-1", "subnet-2"]},
                        logging={"clusterLogging": [{"types": ["api", "audit", "authenticator"], "enabled": True}]})
+    # The iam step's node role (path /, EC2 trust, worker and ECR pull policies).
+    iam = boto3.client("iam", region_name=region, endpoint_url=endpoint, aws_access_key_id="testing",
+                       aws_secret_access_key="testing")
+    if "trainfleet-node" not in [r["RoleName"] for r in iam.list_roles()["Roles"]]:
+        iam.create_role(RoleName="trainfleet-node", Path="/", AssumeRolePolicyDocument=json.dumps(EC2_TRUST))
+        for policy in ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly"):
+            iam.attach_role_policy(RoleName="trainfleet-node", PolicyArn=AWS_POLICY + policy)
     for name, itype, (low, desired, high) in groups:
-        eks.create_nodegroup(clusterName="trainfleet", nodegroupName=name, nodeRole="arn:aws:iam::123456789012:role/n",
+        eks.create_nodegroup(clusterName="trainfleet", nodegroupName=name, nodeRole=NODE_ROLE,
                              subnets=["subnet-1"], instanceTypes=[itype],
                              scalingConfig={"minSize": low, "desiredSize": desired, "maxSize": high})
 
