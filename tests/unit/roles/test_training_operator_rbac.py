@@ -109,16 +109,23 @@ def test_hostile_namespace_stays_one_value(tmp_path):
 
 
 def _module_dir():
-    gopath = os.environ.get("GOPATH") or os.path.join(os.path.expanduser("~"), "go")
-    path = os.path.join(gopath, "pkg", "mod", "github.com", "kubeflow", "training-operator@" + VERSION)
-    return path if os.path.isdir(os.path.join(path, "manifests")) else None
+    """The pinned module in the Go module cache, fetched the way the role fetches it when missing."""
+    go = shutil.which("go")
+    if not go:
+        return None
+    proc = subprocess.run([go, "mod", "download", "-json", "github.com/kubeflow/training-operator@" + VERSION],
+                          cwd="/", env=dict(os.environ, GO111MODULE="on", GOFLAGS="-mod=mod"),
+                          capture_output=True, text=True, timeout=600, check=False)
+    path = json.loads(proc.stdout).get("Dir", "") if proc.returncode == 0 and proc.stdout.strip() else ""
+    return path if path and os.path.isdir(os.path.join(path, "manifests")) else None
 
 
 def _kubectl():
     found = shutil.which("kubectl")
     if found:
         return found
-    candidates = sorted(glob.glob(os.path.expanduser("~/.cache/trainfleet/kubernetes/*/bin/kubectl")))
+    cache = os.environ.get("TRAINFLEET_CACHE") or os.path.expanduser("~/.cache/trainfleet")
+    candidates = sorted(glob.glob(os.path.join(cache, "kubernetes", "*", "bin", "kubectl")))
     return candidates[-1] if candidates else None
 
 
