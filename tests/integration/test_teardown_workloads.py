@@ -19,16 +19,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.integration.fake_kube_api import FakeKubeApi, write_kubeconfig
+from tests.support.net import silent_listener
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -92,27 +91,10 @@ def test_missing_kubeconfig_is_skipped_with_the_reason(workdir, args):
 
 def test_silent_api_is_skipped_within_the_timeout(workdir, tmp_path):
     """A server that accepts every connection and never answers (a cluster being torn down)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    held = []
-
-    def accept():
-        try:
-            while True:
-                held.append(listener.accept()[0])
-        except OSError:
-            return
-
-    threading.Thread(target=accept, daemon=True).start()
-    url = "http://127.0.0.1:%d" % listener.getsockname()[1]
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig-silent", url)
-    try:
+    with silent_listener() as (port, _held):
+        url = "http://127.0.0.1:%d" % port
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig-silent", url)
         result = run(workdir, {"teardown_kubeconfig": str(kubeconfig), "teardown_api_timeout": 2})
-    finally:
-        listener.close()
-        for conn in held:
-            conn.close()
     assert result["rc"] == 0, result["out"][-4000:]
     assert result["recap"]["failed"] == "0" and result["recap"]["changed"] == "0"
     assert re.search(r"teardown workloads skipped: the API server (%s )?(does not answer|did not answer within)" % re.escape(url),

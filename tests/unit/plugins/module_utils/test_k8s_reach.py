@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 
 import pytest
@@ -19,6 +18,7 @@ from urllib3.exceptions import MaxRetryError
 
 from ansible_collections.trainfleet.training.plugins.module_utils import k8s, k8s_reach
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import ClientConfigError
+from tests.support.net import silent_listener
 
 
 class FakeConfiguration(object):
@@ -130,28 +130,10 @@ def test_real_client_closed_port(tmp_path):
 
 def test_real_client_silent_listener_is_bounded(tmp_path):
     """A server that accepts and never answers: one attempt (no urllib3 retries), cut at the timeout."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    held = []
-
-    def accept():
-        try:
-            while True:
-                held.append(listener.accept()[0])
-        except OSError:
-            return
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
+    with silent_listener(backlog=8) as (port, held):
         started = time.monotonic()
-        result = k8s_reach.probe(params(kubeconfig=_kubeconfig(tmp_path, listener.getsockname()[1])), 1)
+        result = k8s_reach.probe(params(kubeconfig=_kubeconfig(tmp_path, port)), 1)
         elapsed = time.monotonic() - started
-    finally:
-        listener.close()
-        for conn in held:
-            conn.close()
     assert not result["reachable"]
     assert elapsed < 1 + k8s_reach.GRACE + 1, elapsed
     assert len(held) <= 2, "urllib3 retried: %d connections" % len(held)
