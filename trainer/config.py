@@ -34,6 +34,8 @@ class ConfigError(ValueError):
 # The pytorchjob role checks the same bounds (pytorchjob_trainer_batch_size, pytorchjob_trainer_epochs).
 MAX_BATCH_SIZE = 65536
 MAX_EPOCHS = 100000
+# --min-epoch-s pads an epoch to a known length (fault-injection tests, demos); an hour at most.
+MAX_MIN_EPOCH_S = 3600
 
 
 def _positive_int(name, value, upper=None):
@@ -95,6 +97,7 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
     snapshot_every: int = 1
     keep_snapshots: int = 2
     stop_after_epoch: Optional[int] = None
+    min_epoch_s: float = 0.0
     output_dir: str = "out/trainer"
     backend: str = "auto"
     device: str = "auto"
@@ -138,6 +141,9 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
         if self.stop_after_epoch is not None:
             if isinstance(self.stop_after_epoch, bool) or not isinstance(self.stop_after_epoch, int) or not 1 <= self.stop_after_epoch <= self.epochs:
                 raise ConfigError("--stop-after-epoch", f"expected an integer between 1 and --epochs ({self.epochs}), got {self.stop_after_epoch!r}")
+        if isinstance(self.min_epoch_s, bool) or not isinstance(self.min_epoch_s, (int, float)) \
+                or not math.isfinite(self.min_epoch_s) or not 0 <= self.min_epoch_s <= MAX_MIN_EPOCH_S:
+            raise ConfigError("--min-epoch-s", f"expected a number of seconds in [0, {MAX_MIN_EPOCH_S}], got {self.min_epoch_s!r}")
         _check_location("--output-dir", self.output_dir)
         if self.backend not in BACKENDS:
             raise ConfigError("--backend", f"expected one of {', '.join(BACKENDS)}, got {self.backend!r}")
@@ -233,6 +239,9 @@ def build_parser():
     g.add_argument("--keep-snapshots", type=int, default=default("keep_snapshots"), help="snapshots kept, older ones deleted (default: %(default)s)")
     g.add_argument("--stop-after-epoch", type=int, default=default("stop_after_epoch"),
                    help="stop cleanly after this epoch and its snapshot, without final outputs (simulates preemption)")
+    g.add_argument("--min-epoch-s", type=float, default=default("min_epoch_s"),
+                   help="make each epoch last at least this many seconds (a pause before its closing all-reduce), so that "
+                        "a fault injected by a test lands mid-run; not counted in epoch_time_s (default: %(default)s)")
     g.add_argument("--output-dir", default=default("output_dir"), help="directory or s3:// URI for model.pt, metrics.jsonl, plot.png (default: %(default)s)")
     g = p.add_argument_group("distributed")
     g.add_argument("--backend", default=default("backend"), help=f"{' | '.join(BACKENDS)}; auto = nccl on GPU, gloo on CPU (default: %(default)s)")

@@ -123,7 +123,9 @@ def restore(cfg, ctx, model, optimizer, log):
 
 
 def train_epoch(ddp, optimizer, loss_fn, split, sampler, epoch, cfg, ctx):
-    """One pass over this rank's shard; returns (global mean loss, global samples, seconds)."""
+    """One pass over this rank's shard; returns (global mean loss, global samples, seconds of work).
+
+    With --min-epoch-s the epoch is padded to that length (pad_epoch) before its all-reduce."""
     sampler.set_epoch(epoch)
     torch.manual_seed(cfg.seed * 1000003 + epoch)  # stochastic layers: same stream on a resumed run
     ddp.train()
@@ -137,8 +139,23 @@ def train_epoch(ddp, optimizer, loss_fn, split, sampler, epoch, cfg, ctx):
         optimizer.step()
         loss_sum += loss.item() * len(yb)
         samples += len(yb)
+    seconds = time.monotonic() - start
+    pad_epoch(cfg.min_epoch_s, seconds)
     loss_sum, samples = dist.all_reduce_sum(ctx, [loss_sum, float(samples)])
-    return loss_sum / samples, int(samples), time.monotonic() - start
+    return loss_sum / samples, int(samples), seconds
+
+
+def pad_epoch(min_epoch_s, seconds, sleep=time.sleep):
+    """--min-epoch-s: sleep the rest of ``min_epoch_s`` after ``seconds`` of work; returns the pause.
+
+    Every rank pauses before the epoch's closing all-reduce, so the epochs of a padded run last a
+    known time (a test can inject a fault mid-run) and a lost peer is still seen at that collective.
+    The pause is not part of the returned epoch time, so samples_per_s stays the training rate.
+    """
+    pause = max(0.0, float(min_epoch_s) - seconds)
+    if pause > 0:
+        sleep(pause)
+    return pause
 
 
 def write_outputs(cfg, ctx, model, spec, history, started, resumed_from, out):

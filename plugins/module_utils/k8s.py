@@ -298,10 +298,13 @@ class PyTorchJobService(object):
     # ---------------------------------------------------------------- logs
 
     def open_log(self, namespace, pod, container=None, tail_lines=None, since_seconds=None,
-                 previous=False, limit_bytes=None):
-        """The raw urllib3 response of a pod log (not preloaded: read it in chunks)."""
+                 previous=False, limit_bytes=None, timestamps=False):
+        """The raw urllib3 response of a pod log (not preloaded: read it in chunks). With
+        timestamps, the kubelet starts every line with the RFC 3339 time it was written."""
         kwargs = {"_preload_content": False, "_request_timeout": self.request_timeout,
                   "previous": bool(previous)}
+        if timestamps:
+            kwargs["timestamps"] = True
         if container:
             kwargs["container"] = container
         if tail_lines is not None:

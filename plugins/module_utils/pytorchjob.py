@@ -640,6 +640,7 @@ def restarts_by_replica(job, summaries):
 # Codes of lost_pod_risks, the reasons a job cannot survive the loss of one pod (or its node).
 RISK_STATIC_RENDEZVOUS = "static-rendezvous"
 RISK_RESTART_NEVER = "restart-policy-never"
+RISK_RESTART_EXIT_CODE = "restart-policy-exit-code"
 RISK_BACKOFF_LIMIT = "backoff-limit"
 RISK_ELASTIC_NO_RESTARTS = "elastic-max-restarts"
 RISK_ELASTIC_NO_SLACK = "elastic-min-equals-replicas"
@@ -657,8 +658,9 @@ def lost_pod_risks(manifest):
 
     Returns a list of {code, message}; empty when one lost pod is survivable: an elasticPolicy
     (c10d rendezvous: the survivors re-rendezvous with the replacement pod) that may restart,
-    a restart policy that restarts, a backoffLimit above the restarts a lost pod costs, and
-    snapshots to resume from (otherwise a restart trains from epoch 1 again).
+    a restart policy that restarts a survivor whatever its exit code (OnFailure, Always), a
+    backoffLimit above the restarts a lost pod costs, and snapshots to resume from (otherwise
+    a restart trains from epoch 1 again).
     """
     spec = manifest.get("spec") or {}
     replicas = spec.get("pytorchReplicaSpecs") or {}
@@ -677,6 +679,12 @@ def lost_pod_risks(manifest):
         risks.append({"code": RISK_RESTART_NEVER, "message": (
             "restartPolicy Never (%s): a pod that dies is not restarted and the job fails; use OnFailure or "
             "ExitCode (pytorchjob_restart_policy)" % ", ".join(never))})
+    exit_code = sorted(rtype for rtype, r in replicas.items() if (r or {}).get("restartPolicy") == "ExitCode")
+    if exit_code and pods > 1:
+        risks.append({"code": RISK_RESTART_EXIT_CODE, "message": (
+            "restartPolicy ExitCode (%s) with %d pods: when a peer is lost, a surviving pod's torchrun gives up "
+            "with exit code 1 once its restarts fail, which ExitCode takes for a permanent error, and the job "
+            "fails; use OnFailure (pytorchjob_restart_policy)" % (", ".join(exit_code), pods))})
     backoff = _to_int(run_policy.get("backoffLimit"))
     if backoff is not None and not never and backoff < pods:
         risks.append({"code": RISK_BACKOFF_LIMIT, "message": (
@@ -1232,6 +1240,110 @@ def log_file_name(summary, ranks):
     else:
         tag = "ranks%d-%d" % (min(ranks), max(ranks))
     return re.sub(r"[^A-Za-z0-9_.-]", "_", "%s-%s.log" % (base, tag))
+
+
+# --------------------------------------------------------------------------- matching log lines
+
+# A log line read with timestamps (the kubelet's RFC 3339 time, with up to nanoseconds, a space,
+# then the line as the container wrote it).
+LOG_TIMESTAMP_RE = re.compile(r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?P<text>.*)$", re.S)
+
+
+def split_log_timestamp(line):
+    """(normalised time or None, seconds since the epoch or None, text) of a log line read with
+    timestamps. The time is rewritten as YYYY-MM-DDTHH:MM:SS.ffffffZ (UTC, microseconds), so that
+    the times of different lines compare as strings; the kubelet's own form drops trailing zeros."""
+    match = LOG_TIMESTAMP_RE.match(line)
+    if not match:
+        return None, None, line
+    parsed = parse_time(match.group("time"))
+    if parsed is None:
+        return None, None, line
+    utc = parsed.astimezone(datetime.timezone.utc)
+    epoch = (utc - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)).total_seconds()
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), round(epoch, 6), match.group("text")
+
+
+# The trainer's log-line contract (trainer/metrics.py), as parse_trainer_line reads it.
+TRAINER_EPOCH_LINE_RE = re.compile(r"^trainfleet-epoch: epoch=(?P<epoch>\d+)(?P<fields>(?: \S+=\S+)*)\s*$")
+TRAINER_SNAPSHOT_LINE_RE = re.compile(r"^trainfleet-info: snapshot epoch=(?P<epoch>\d+) uri=(?P<uri>\S+)")
+TRAINER_SNAPSHOT_FAILED_RE = re.compile(r"^trainfleet-warning: snapshot epoch=(?P<epoch>\d+) failed")
+TRAINER_STORAGE_RETRY_RE = re.compile(
+    r"^trainfleet-warning: storage (?P<op>\S+) (?P<uri>\S+) attempt (?P<attempt>\d+)/(?P<attempts>\d+) failed")
+
+
+def _float_or_none(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_trainer_line(text):
+    """What one line of the trainer's log-line contract says, as a dict with C(kind):
+
+    epoch (epoch, loss, test_acc), snapshot (epoch, uri: whole, and latest names it),
+    snapshot_failed (epoch), storage_retry (op, uri, attempt, attempts), resume (epoch: the
+    snapshot's, restarts), rank (rank, world_size, group_rank), result (the result's fields);
+    {"kind": None} for any other line (a dict either way, so templates can select on it).
+    """
+    text = text.strip()
+    match = TRAINER_EPOCH_LINE_RE.match(text)
+    if match:
+        fields = dict(part.split("=", 1) for part in match.group("fields").split())
+        return {"kind": "epoch", "epoch": int(match.group("epoch")), "loss": _float_or_none(fields.get("loss")),
+                "test_acc": _float_or_none(fields.get("test_acc"))}
+    match = TRAINER_SNAPSHOT_LINE_RE.match(text)
+    if match:
+        return {"kind": "snapshot", "epoch": int(match.group("epoch")), "uri": match.group("uri")}
+    match = TRAINER_SNAPSHOT_FAILED_RE.match(text)
+    if match:
+        return {"kind": "snapshot_failed", "epoch": int(match.group("epoch"))}
+    match = TRAINER_STORAGE_RETRY_RE.match(text)
+    if match:
+        return {"kind": "storage_retry", "op": match.group("op"), "uri": match.group("uri"),
+                "attempt": int(match.group("attempt")), "attempts": int(match.group("attempts"))}
+    match = TRAINER_RESUME_RE.match(text)
+    if match:
+        restarts = match.group("restarts")
+        return {"kind": "resume", "epoch": int(match.group("epoch")),
+                "restarts": int(restarts) if restarts is not None else None}
+    match = TRAINER_RANK_RE.match(text)
+    if match:
+        return {"kind": "rank", "rank": int(match.group("rank")), "world_size": int(match.group("world_size")),
+                "group_rank": int(match.group("group_rank"))}
+    match = TRAINER_RESULT_RE.match(text)
+    if match:
+        try:
+            result = json.loads(match.group("json"))
+        except ValueError:
+            result = None
+        if isinstance(result, dict):
+            parsed = dict(result)
+            parsed["kind"] = "result"
+            return parsed
+    return {"kind": None}
+
+
+def match_log_lines(lines, pattern, limit):
+    """The last `limit` lines that `pattern` (a compiled regex) finds (re.search) in the text of
+    `lines` (read with timestamps or not): [{time, epoch_s, line, trainer}] in log order, trainer
+    being parse_trainer_line of the text. Memory stays bounded by `limit` whatever the log's length."""
+    kept = []
+    for raw in lines:
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8", "replace")
+        time_text, epoch, text = split_log_timestamp(raw)
+        if pattern.search(text):
+            kept.append({"time": time_text, "epoch_s": epoch, "line": text, "trainer": parse_trainer_line(text)})
+            if len(kept) > 2 * limit:
+                del kept[:len(kept) - limit]
+    return kept[-limit:] if limit else []
+
+
+def sort_matches(matches):
+    """Matches of several pods in time order (lines without a time last, in pod order)."""
+    return sorted(matches, key=lambda m: (m.get("epoch_s") is None, m.get("epoch_s") or 0.0))
 
 
 # --------------------------------------------------------------------------- bounded text

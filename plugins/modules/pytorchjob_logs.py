@@ -32,6 +32,11 @@ description:
     O(dest_dir) receive the whole log (after O(tail_lines) / O(since_seconds)), written straight
     to disk.
   - Works on finished pods; O(previous=true) reads the previous run of restarted containers.
+  - With O(match), the module does not look for rank 0. It reads the log of every pod of the job
+    with the kubelet's timestamps and returns the lines that the regular expression finds, with
+    the pod and the time each line was written (RV(matches)). A job without pods is not an error
+    then, so that a test can poll while pods are replaced. Fault-injection tests use it to time
+    a recovery from the trainer's own lines.
   - The module only reads the cluster and supports check mode. Files (O(dest), O(dest_dir)) are
     written through a temporary file and replaced only when their content differs, which is
     the only case that reports C(changed=true); in check mode the log is still read and
@@ -99,6 +104,18 @@ options:
         ranks. V(0) reads no tail. The tail is streamed and parsed line by line, not kept.
     type: int
     default: 2000
+  match:
+    description:
+      - A Python regular expression. Return the lines of every pod's log that it finds
+        (C(re.search), on the line without its timestamp) in RV(matches), instead of the rank-0
+        log. O(tail_lines), O(since_seconds), O(previous) and O(container) apply to each pod.
+      - Cannot be combined with O(all_ranks) or O(dest).
+    type: str
+  match_limit:
+    description:
+      - With O(match), keep at most the last N matching lines of each pod.
+    type: int
+    default: 500
 extends_documentation_fragment:
   - trainfleet.training.k8s_auth
 attributes:
@@ -141,6 +158,16 @@ EXAMPLES = r"""
     all_ranks: true
     dest_dir: /tmp/mnist-logs
 
+- name: Poll until a restarted trainer printed its resume line (any pod), bounded
+  trainfleet.training.pytorchjob_logs:
+    name: mnist
+    namespace: training
+    match: "^trainfleet-resume: "
+  register: __resumed
+  until: __resumed.matches | length > 0
+  retries: 60
+  delay: 2
+
 - name: Previous run of a crash-looping rank-0 container
   trainfleet.training.pytorchjob_logs:
     name: mnist
@@ -152,81 +179,81 @@ EXAMPLES = r"""
 RETURN = r"""
 pod:
   description: The pod that ran global rank 0.
-  returned: always
+  returned: unless O(match) is set
   type: str
   sample: mnist-worker-1
 replica_type:
   description: Its replica type (master, worker).
-  returned: always
+  returned: unless O(match) is set
   type: str
   sample: worker
 replica_index:
   description: Its replica index.
-  returned: always
+  returned: unless O(match) is set
   type: int
   sample: 1
 rank:
   description: The global rank the module looked for (always 0).
-  returned: always
+  returned: unless O(match) is set
   type: int
   sample: 0
 ranks:
   description: Every global rank that pod ran (several with more than one process per pod);
     empty when decided by fallback.
-  returned: always
+  returned: unless O(match) is set
   type: list
   elements: int
   sample: [0, 1]
 group_rank:
   description: The pod's torchrun group (node) rank, null when unknown.
-  returned: always
+  returned: unless O(match) is set
   type: int
   sample: 0
 method:
   description: What decided, C(trainer-log), C(torchrun-log), C(trainer-rank0-output) or
     C(fallback-master-0).
-  returned: always
+  returned: unless O(match) is set
   type: str
   sample: trainer-log
 candidates:
   description: Pods that claimed rank 0 (more than one only after elastic restarts; the most
     recently started wins).
-  returned: always
+  returned: unless O(match) is set
   type: list
   elements: str
 scanned:
   description: What each pod's log said about ranks (pod, replica_type, replica_index, ranks,
     group_rank, source, error, and part, C(head) or C(tail) when the tail was read too).
-  returned: always
+  returned: unless O(match) is set
   type: list
   elements: dict
 container:
   description: The container whose log was read.
-  returned: unless O(all_ranks=true)
+  returned: unless O(all_ranks=true) or O(match) is set
   type: str
   sample: pytorch
 log:
   description: The rank-0 log, at most the last O(max_bytes) bytes.
-  returned: unless O(all_ranks=true)
+  returned: unless O(all_ranks=true) or O(match) is set
   type: str
 log_lines:
   description: RV(log) split into lines.
-  returned: unless O(all_ranks=true)
+  returned: unless O(all_ranks=true) or O(match) is set
   type: list
   elements: str
 truncated:
   description: Whether RV(log) was cut to O(max_bytes).
-  returned: unless O(all_ranks=true)
+  returned: unless O(all_ranks=true) or O(match) is set
   type: bool
   sample: false
 bytes:
   description: Size of the whole log read from the API server.
-  returned: unless O(all_ranks=true)
+  returned: unless O(all_ranks=true) or O(match) is set
   type: int
   sample: 18342
 returned_bytes:
   description: Size of RV(log).
-  returned: unless O(all_ranks=true)
+  returned: unless O(all_ranks=true) or O(match) is set
   type: int
 trainer_result:
   description:
@@ -235,11 +262,11 @@ trainer_result:
     - Always with C(resumed_from_epoch) (the epoch of the snapshot rank 0 resumed from, 0 when it
       started fresh) and C(restarts) (torchrun's restarts of the worker group on rank 0's node), as
       int or null when the trainer did not say; older trainers' C(trainfleet-resume:) line fills them in.
-  returned: unless O(all_ranks=true)
+  returned: unless O(all_ranks=true) or O(match) is set
   type: dict
 path:
   description: The file written (O(dest)), null without O(dest).
-  returned: unless O(all_ranks=true)
+  returned: unless O(all_ranks=true) or O(match) is set
   type: str
 files:
   description: One entry per pod with O(all_ranks=true, pod, replica_type, replica_index, ranks,
@@ -251,11 +278,37 @@ dest_dir:
   description: The directory of RV(files).
   returned: when O(all_ranks=true)
   type: str
+matches:
+  description:
+    - With O(match), the matching lines of every pod, oldest first (by the time the kubelet
+      recorded; the lines of one pod keep their order). Each has C(pod), C(replica_type),
+      C(replica_index), C(node), C(time) (UTC, C(YYYY-MM-DDTHH:MM:SS.ffffffZ)), C(epoch_s)
+      (the same time in seconds since the epoch), C(line) (without the timestamp) and C(trainer),
+      what the line says in the trainer's log-line contract: C(kind) C(epoch) (epoch, loss,
+      test_acc), C(snapshot) (epoch, uri), C(snapshot_failed) (epoch), C(storage_retry) (op,
+      uri, attempt, attempts), C(resume) (epoch, restarts), C(rank) (rank, world_size,
+      group_rank), C(result) (the result's fields), or null for any other line.
+  returned: when O(match) is set
+  type: list
+  elements: dict
+  sample: [{"pod": "mnist-worker-1", "replica_type": "worker", "replica_index": 1, "node": "trainfleet-worker",
+            "time": "2025-01-01T10:03:12.512331Z", "epoch_s": 1735725792.512331,
+            "line": "trainfleet-resume: epoch=3 next_epoch=4 snapshot=s3://b/p/snapshot-epoch-00003.pt restarts=0",
+            "trainer": {"kind": "resume", "epoch": 3, "restarts": 0}}]
+pods:
+  description:
+    - With O(match), every pod of the job (C(name), C(replica_type), C(replica_index), C(node),
+      C(phase), C(restarts)) and C(error), why its log could not be read (a container not
+      started yet), else null.
+  returned: when O(match) is set
+  type: list
+  elements: dict
 """
 
 import hashlib
 import json
 import os
+import re
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
@@ -289,6 +342,8 @@ def argspec():
         dest_dir=dict(type="path"),
         rank_scan_bytes=dict(type="int", default=1048576),
         rank_scan_tail_lines=dict(type="int", default=2000),
+        match=dict(type="str"),
+        match_limit=dict(type="int", default=500),
     )
     return spec
 
@@ -417,11 +472,39 @@ def _all_ranks(module, service, pods, summaries, scanned):
     return {"changed": changed, "files": files, "dest_dir": dest_dir}
 
 
+def match_lines(module, service, pods, pattern):
+    """The match mode: every pod's log (with timestamps), the lines `pattern` finds."""
+    params = module.params
+    matches = []
+    seen = []
+    for pod in pods:
+        summary = pj.pod_summary(pod)
+        entry = {"name": summary["name"], "replica_type": summary["replica_type"],
+                 "replica_index": summary["replica_index"], "node": summary["node"],
+                 "phase": summary["phase"], "restarts": summary["restarts"], "error": None}
+        try:
+            chunks = service.iter_log(params["namespace"], summary["name"], timestamps=True,
+                                      **_log_kwargs(params, _container_for(pod, params["container"])))
+            found = pj.match_log_lines(iter_lines(chunks), pattern, params["match_limit"])
+        except LogReadError as exc:
+            entry["error"] = exc.msg
+            found = []
+        for item in found:
+            item.update({"pod": summary["name"], "replica_type": summary["replica_type"],
+                         "replica_index": summary["replica_index"], "node": summary["node"]})
+        matches.extend(found)
+        seen.append(entry)
+    return {"changed": False, "matches": pj.sort_matches(matches), "pods": seen}
+
+
 def execute_module(module, service):
     params = module.params
     namespace, name = params["namespace"], params["name"]
     service.get_job(namespace, name)  # clear errors for a missing CRD or job
     pods = [p for p in service.list_pods(namespace, name) if pj.pod_belongs_to_job(p, name)]
+    if params["match"] is not None:
+        pods.sort(key=lambda p: pj.replica_sort_key(pj.pod_summary(p)))
+        return match_lines(module, service, pods, re.compile(params["match"]))
     if not pods:
         raise PyTorchJobError(
             "PyTorchJob %s/%s has no pods: not started yet, or removed by its cleanPodPolicy or "
@@ -476,12 +559,17 @@ def main():
         argument_spec=argspec(),
         supports_check_mode=True,
         required_if=[("all_ranks", True, ["dest_dir"])],
-        mutually_exclusive=[("all_ranks", "dest")],
+        mutually_exclusive=[("all_ranks", "dest"), ("match", "all_ranks"), ("match", "dest")],
     )
-    for option in ("tail_lines", "since_seconds", "max_bytes", "rank_scan_bytes", "rank_scan_tail_lines"):
+    for option in ("tail_lines", "since_seconds", "max_bytes", "rank_scan_bytes", "rank_scan_tail_lines", "match_limit"):
         value = module.params[option]
         if value is not None and value < 0:
             module.fail_json(msg="%s must be 0 or more, got %s" % (option, value))
+    if module.params["match"] is not None:
+        try:
+            re.compile(module.params["match"])
+        except re.error as exc:
+            module.fail_json(msg="match is not a valid regular expression (%s): %s" % (exc, json.dumps(module.params["match"])))
     if module.params["rank_scan_bytes"] == 0:
         module.fail_json(msg="rank_scan_bytes must be more than 0")
     for option in ("dest", "dest_dir"):

@@ -15,8 +15,9 @@ description:
     the job cannot survive the loss of one of its pods (a deleted pod, a pod evicted from a lost
     node).
   - "Risks: a static rendezvous with more than one pod (Master and Workers without an
-    C(elasticPolicy)); C(restartPolicy: Never); a C(runPolicy.backoffLimit) below the number of
-    pods; an C(elasticPolicy) with C(maxRestarts) 0 or with C(minReplicas) equal to more than one
+    C(elasticPolicy)); C(restartPolicy: Never); C(restartPolicy: ExitCode) with more than one pod
+    (a survivor whose torchrun gives up exits 1, which ExitCode takes for permanent); a
+    C(runPolicy.backoffLimit) below the number of pods; an C(elasticPolicy) with C(maxRestarts) 0 or with C(minReplicas) equal to more than one
     Worker; a trainfleet trainer without C(--snapshot-dir)."
   - With O(warn=true) each risk is also returned as an Ansible warning, so a play that submits such
     a job says so where warnings are shown.
@@ -56,7 +57,8 @@ resilient:
   sample: false
 risks:
   description: One entry per risk with C(code) (static-rendezvous, restart-policy-never,
-    backoff-limit, elastic-max-restarts, elastic-min-equals-replicas, no-snapshots) and C(message)
+    restart-policy-exit-code, backoff-limit, elastic-max-restarts, elastic-min-equals-replicas,
+    no-snapshots) and C(message)
     (what happens and which role variable changes it).
   returned: always
   type: list

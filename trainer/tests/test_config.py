@@ -24,10 +24,11 @@ def test_parse_config_reads_every_flag(tmp_path):
                         "--hidden", "32,16", "--optimizer", "sgd", "--lr", "0.1", "--batch-size", "8", "--epochs", "2", "--seed", "5",
                         "--snapshot-dir", str(tmp_path / "snap"), "--snapshot-every", "2", "--output-dir", "s3://bucket-1/run/out",
                         "--backend", "gloo", "--no-normalize", "--stop-after-epoch", "1", "--storage-attempts", "3",
-                        "--storage-backoff-s", "0.25"])
+                        "--storage-backoff-s", "0.25", "--min-epoch-s", "2.5"])
     assert cfg.hidden == [32, 16] and cfg.optimizer == "sgd" and cfg.lr == 0.1 and cfg.seed == 5
     assert cfg.snapshot_every == 2 and cfg.stop_after_epoch == 1 and not cfg.normalize
     assert cfg.storage_attempts == 3 and cfg.storage_backoff_s == 0.25
+    assert cfg.min_epoch_s == 2.5
     assert cfg.uses_s3
 
 
@@ -74,6 +75,10 @@ def test_parser_defaults_match_dataclass():
     ({"s3_endpoint_url": "localhost:5050"}, "--s3-endpoint-url"),
     ({"momentum": 1.0}, "--momentum"),
     ({"seed": -1}, "--seed"),
+    ({"min_epoch_s": -0.5}, "--min-epoch-s"),
+    ({"min_epoch_s": math.nan}, "--min-epoch-s"),
+    ({"min_epoch_s": 3601}, "--min-epoch-s"),
+    ({"min_epoch_s": True}, "--min-epoch-s"),
 ])
 def test_bad_argument_names_the_flag(kwargs, flag, tmp_path):
     kwargs.setdefault("output_dir", str(tmp_path / "out"))

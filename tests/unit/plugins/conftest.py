@@ -108,12 +108,17 @@ class FakeService(object):
     chunk_size = 7  # small chunks: lines and UTF-8 split across chunk boundaries
 
     def iter_log(self, namespace, pod, chunk_size=None, container=None, tail_lines=None,
-                 since_seconds=None, previous=False, limit_bytes=None):
-        self.calls.append(("iter_log", pod, container, tail_lines, since_seconds, previous, limit_bytes))
+                 since_seconds=None, previous=False, limit_bytes=None, timestamps=False):
+        call = ("iter_log", pod, container, tail_lines, since_seconds, previous, limit_bytes)
+        self.calls.append(call + (True,) if timestamps else call)
         key = (pod, previous)
         if key not in self.logs:
             raise LogReadError("Cannot read the log of pod %s/%s: container is waiting to start" % (namespace, pod))
         data = self.logs[key]
+        if timestamps:
+            # what the kubelet does: the time the line was written, then a space (here: line i at second i)
+            data = b"".join(b"2025-01-01T10:00:%02d.%09dZ " % (i % 60, i) + line
+                            for i, line in enumerate(data.splitlines(True)))
         if tail_lines is not None:
             data = b"".join(data.splitlines(True)[-tail_lines:]) if tail_lines else b""
         if limit_bytes:

@@ -624,20 +624,59 @@ def test_inventory_examples_render(platform):
     job, text = render(**overrides)
     for rtype, pod in with_operator_init_container(job).items():
         assert restricted_violations(pod) == [], (platform, rtype)
-    env = env_of(job, "Master")
+    env = env_of(job, "Worker")
+    bucket = "trainfleet-local" if platform == "local" else "trainfleet-123456789012-us-west-2"
+    run = "s3://%s/training/trainfleet-digits" % bucket
+    args = container(job, "Worker")["args"]
+    assert args[-2:] == ["--output-dir=" + run, "--snapshot-dir=" + run + "/snapshots"]
     if platform == "local":
         assert env["AWS_ENDPOINT_URL"] == "http://172.18.0.1:5050"
         assert env["AWS_SECRET_ACCESS_KEY"] == {
             "secretKeyRef": {"name": "trainfleet-aws-local", "key": "AWS_SECRET_ACCESS_KEY"}}
         assert "testing" not in text
-        assert container(job, "Master")["args"][-1] == "--output-dir=s3://trainfleet-local/training/trainfleet-digits"
     else:
         assert "AWS_ENDPOINT_URL" not in env and "AWS_SECRET_ACCESS_KEY" not in env
-        assert pod_spec(job, "Master")["serviceAccountName"] == "trainfleet-trainer"
+        assert pod_spec(job, "Worker")["serviceAccountName"] == "trainfleet-trainer"
         # the storage step's claim (inventories/aws/group_vars/all/storage.yml), on the cpu group
-        assert pod_spec(job, "Master")["volumes"][0]["persistentVolumeClaim"]["claimName"] == "trainfleet-data"
-        assert pod_spec(job, "Master")["nodeSelector"] == {"trainfleet.io/nodegroup": "cpu"}
-        assert pod_spec(job, "Master")["securityContext"] == dict(RESTRICTED_POD, fsGroup=10001)
+        assert pod_spec(job, "Worker")["volumes"][0]["persistentVolumeClaim"]["claimName"] == "trainfleet-data"
+        assert pod_spec(job, "Worker")["nodeSelector"] == {"trainfleet.io/nodegroup": "cpu"}
+        assert pod_spec(job, "Worker")["securityContext"] == dict(RESTRICTED_POD, fsGroup=10001)
+
+
+@pytest.mark.parametrize("platform", ["local", "aws"])
+def test_inventory_defaults_survive_a_lost_pod_or_node(platform):
+    """Issue 14: the job the train step submits by default is elastic (c10d, Workers only) with slack,
+    restarts, snapshots, OnFailure and a backoff limit above its pods; pytorchjob_resilience_info
+    finds no risk in it. Without an object store the snapshots go to the claim."""
+    from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj  # pylint: disable=import-outside-toplevel
+
+    group_vars = os.path.join(ROOT, "inventories", platform, "group_vars", "all")
+    overrides = {}
+    for name in sorted(os.listdir(group_vars)):
+        if name.endswith(".yml") and name != "train.yml":
+            with open(os.path.join(group_vars, name)) as handle:
+                overrides.update(yaml.safe_load(handle) or {})
+    with open(os.path.join(group_vars, "train.yml")) as handle:
+        overrides.update(yaml.safe_load(handle))
+    overrides["trainer_image_ref"] = IMAGE
+    job, _text = render(**overrides)
+    spec = job["spec"]
+    assert list(spec["pytorchReplicaSpecs"]) == ["Worker"]
+    assert spec["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
+    assert spec["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] == "OnFailure"
+    assert spec["elasticPolicy"]["rdzvBackend"] == "c10d"
+    assert (spec["elasticPolicy"]["minReplicas"], spec["elasticPolicy"]["maxReplicas"]) == (1, 2)
+    assert spec["elasticPolicy"]["maxRestarts"] >= 1
+    assert spec["runPolicy"]["backoffLimit"] >= 2 * 2
+    assert [t["tolerationSeconds"] for t in pod_spec(job, "Worker")["tolerations"]] == [30, 30]
+    assert pj.lost_pod_risks(job) == []
+    # a platform without an object store: the outputs and the snapshots go to the claim
+    overrides["trainfleet_cluster"] = contract(kind="none", bucket="")
+    overrides.update(pytorchjob_pvc_claim_name="shared", pytorchjob_pvc_mount_path="/shared")
+    job, _text = render(**overrides)
+    assert container(job, "Worker")["args"][-2:] == [
+        "--output-dir=/shared/outputs/trainfleet-digits", "--snapshot-dir=/shared/snapshots/trainfleet-digits"]
+    assert pj.lost_pod_risks(job) == []
 
 
 # --------------------------------------------------------------------------- preflight (ansible-playbook)

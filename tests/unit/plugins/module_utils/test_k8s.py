@@ -316,6 +316,10 @@ def test_iter_log_streams_and_releases(service):
     assert kwargs["_preload_content"] is False
     assert (kwargs["container"], kwargs["tail_lines"], kwargs["since_seconds"], kwargs["previous"],
             kwargs["limit_bytes"]) == ("pytorch", 5, 60, True, 10)
+    assert "timestamps" not in kwargs
+    service.core.read_namespaced_pod_log.return_value = FakeResponse(b"x\n")
+    list(service.iter_log("training", "mnist-master-0", container="pytorch", timestamps=True))
+    assert service.core.read_namespaced_pod_log.call_args[1]["timestamps"] is True
 
 
 def test_log_of_waiting_container(service):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 
 import pytest
 import yaml
@@ -722,3 +723,80 @@ def test_merge_restart_reasons_keeps_the_runs_of_pods_that_are_gone():
     assert [(r["pod"], r["run"], r["observed_at"]) for r in merged] == [
         ("mnist-worker-1", "current", "2025-01-01T10:02:00Z"), ("mnist-master-0", "previous", None)]
     assert pj.merge_restart_reasons([], []) == []
+
+
+# --------------------------------------------------------------------------- matching log lines
+
+
+def test_split_log_timestamp_normalises_the_kubelets_times():
+    assert pj.split_log_timestamp("2025-01-01T10:00:05.5Z trainfleet-epoch: epoch=1") == (
+        "2025-01-01T10:00:05.500000Z", 1735725605.5, "trainfleet-epoch: epoch=1")
+    # nanoseconds cut to microseconds; no fraction; an offset
+    assert pj.split_log_timestamp("2025-01-01T10:00:05.123456789Z x")[0] == "2025-01-01T10:00:05.123456Z"
+    assert pj.split_log_timestamp("2025-01-01T10:00:05Z x")[:2] == ("2025-01-01T10:00:05.000000Z", 1735725605.0)
+    assert pj.split_log_timestamp("2025-01-01T12:00:05+02:00 x")[0] == "2025-01-01T10:00:05.000000Z"
+    # as strings the normalised times sort like the instants (the kubelet's own form would not: "05Z" > "05.1Z")
+    assert pj.split_log_timestamp("2025-01-01T10:00:05Z a")[0] < pj.split_log_timestamp("2025-01-01T10:00:05.1Z a")[0]
+    assert pj.split_log_timestamp("no time here") == (None, None, "no time here")
+    assert pj.split_log_timestamp("2025-13-45T10:00:05Z bad date") == (None, None, "2025-13-45T10:00:05Z bad date")
+
+
+def test_match_log_lines_is_bounded_and_keeps_the_last():
+    pattern = re.compile(r"^trainfleet-epoch: epoch=(\d+)")
+    lines = ["2025-01-01T10:00:%02dZ trainfleet-epoch: epoch=%d" % (i % 60, i) for i in range(100)]
+    lines.insert(50, "2025-01-01T10:00:00Z [rank 1] trainfleet-epoch: epoch=999")  # not at the start
+    kept = pj.match_log_lines(iter(lines), pattern, 3)
+    assert [k["line"] for k in kept] == ["trainfleet-epoch: epoch=%d" % i for i in (97, 98, 99)]
+    assert pj.match_log_lines(iter(lines), pattern, 0) == []
+    assert pj.match_log_lines([b"trainfleet-epoch: epoch=1"], pattern, 5) == [
+        {"time": None, "epoch_s": None, "line": "trainfleet-epoch: epoch=1",
+         "trainer": {"kind": "epoch", "epoch": 1, "loss": None, "test_acc": None}}]
+
+
+def test_sort_matches_by_time_untimed_last_stable():
+    matches = [{"pod": "b", "epoch_s": 2.0}, {"pod": "a", "epoch_s": None}, {"pod": "c", "epoch_s": 1.0},
+               {"pod": "d", "epoch_s": 2.0}]
+    assert [m["pod"] for m in pj.sort_matches(matches)] == ["c", "b", "d", "a"]
+
+
+@pytest.mark.parametrize("line, parsed", [
+    ("trainfleet-epoch: epoch=4 loss=0.123400 test_acc=0.958750 samples_per_s=1200.5",
+     {"kind": "epoch", "epoch": 4, "loss": 0.1234, "test_acc": 0.95875}),
+    ("trainfleet-info: snapshot epoch=3 uri=s3://b/training/j/snapshots/snapshot-epoch-00003.pt",
+     {"kind": "snapshot", "epoch": 3, "uri": "s3://b/training/j/snapshots/snapshot-epoch-00003.pt"}),
+    ("trainfleet-warning: snapshot epoch=4 failed, training goes on (the next epoch tries again): StorageError: x",
+     {"kind": "snapshot_failed", "epoch": 4}),
+    ("trainfleet-warning: storage write s3://b/p/snapshot-epoch-00004.pt attempt 2/4 failed (EndpointConnectionError: "
+     "Could not connect); retrying in 0.8s",
+     {"kind": "storage_retry", "op": "write", "uri": "s3://b/p/snapshot-epoch-00004.pt", "attempt": 2, "attempts": 4}),
+    ("trainfleet-resume: epoch=3 next_epoch=4 snapshot=s3://b/p/snapshot-epoch-00003.pt restarts=1",
+     {"kind": "resume", "epoch": 3, "restarts": 1}),
+    ("trainfleet-resume: epoch=3 next_epoch=4 snapshot=/data/s/snapshot-epoch-00003.pt",
+     {"kind": "resume", "epoch": 3, "restarts": None}),
+    ("trainfleet-rank: rank=0 local_rank=0 world_size=2 group_rank=1 host=j-worker-1",
+     {"kind": "rank", "rank": 0, "world_size": 2, "group_rank": 1}),
+    ('trainfleet-result: {"epochs": 8, "final_accuracy": 0.95, "resumed_from_epoch": 3}',
+     {"kind": "result", "epochs": 8, "final_accuracy": 0.95, "resumed_from_epoch": 3}),
+    ("trainfleet-result: {not json}", {"kind": None}),
+    ("[rank 1] trainfleet-epoch: epoch=1 loss=0.5", {"kind": None}),
+    ("INFO:torch.distributed.elastic: Rendezvous complete", {"kind": None}),
+])
+def test_parse_trainer_line(line, parsed):
+    assert pj.parse_trainer_line(line) == parsed
+
+
+def test_parse_trainer_line_reads_what_the_trainer_prints():
+    """The contract both ways: trainer.metrics formats the lines, parse_trainer_line reads them."""
+    from trainer import metrics  # pylint: disable=import-outside-toplevel
+
+    record = {"epoch": 5, "loss": 0.25, "test_loss": 0.3, "test_acc": 0.9625, "samples_per_s": 812.0}
+    assert pj.parse_trainer_line(metrics.epoch_line(record)) == {"kind": "epoch", "epoch": 5, "loss": 0.25, "test_acc": 0.9625}
+    uri = "s3://b/training/j/snapshots/snapshot-epoch-00005.pt"
+    assert pj.parse_trainer_line(metrics.snapshot_line(5, uri)) == {"kind": "snapshot", "epoch": 5, "uri": uri}
+    assert pj.parse_trainer_line(metrics.snapshot_failed_line(6, OSError("refused"))) == {"kind": "snapshot_failed", "epoch": 6}
+    retry = metrics.storage_retry_line("write", uri, 1, 4, 0.37, ConnectionResetError("reset"))
+    assert pj.parse_trainer_line(retry) == {"kind": "storage_retry", "op": "write", "uri": uri, "attempt": 1, "attempts": 4}
+    assert pj.parse_trainer_line(metrics.resume_line(5, uri, 2)) == {"kind": "resume", "epoch": 5, "restarts": 2}
+    assert pj.parse_trainer_line(metrics.rank_line(1, 0, 2, 1, "j-worker-1")) == {
+        "kind": "rank", "rank": 1, "world_size": 2, "group_rank": 1}
+    assert pj.parse_trainer_line(metrics.result_line({"final_accuracy": 0.96, "epochs": 8}))["final_accuracy"] == 0.96

@@ -250,6 +250,10 @@ def test_rank0_log_unreadable_fails(run_module, fake_service, load):
     ({"name": "a", "dest": "/tmp/logs/../../etc/x.log"}, "dest must be a path without '..' components"),
     ({"name": "a", "all_ranks": True, "dest_dir": "/tmp/../x"}, "dest_dir must be a path without '..' components"),
     ({"name": "a", "dest": "/tmp/x.log\n"}, 'got "/tmp/x.log\\n"'),
+    ({"name": "a", "match": "^x", "all_ranks": True, "dest_dir": "/tmp"}, "mutually exclusive"),
+    ({"name": "a", "match": "^x", "dest": "/tmp/x.log"}, "mutually exclusive"),
+    ({"name": "a", "match": "(unclosed"}, "match is not a valid regular expression"),
+    ({"name": "a", "match": "x", "match_limit": -1}, "match_limit must be 0 or more"),
 ])
 def test_argument_errors(run_module, fake_service, args, message):
     failed, result = run_module(module, args, fake_service())
@@ -268,3 +272,55 @@ def test_container_defaults(load):
     assert module._container_for(pod, "sidecar") == "sidecar"  # pylint: disable=protected-access
     pod["spec"]["containers"] = [{"name": "trainer"}, {"name": "sidecar"}]
     assert module._container_for(pod, None) == "trainer"  # pylint: disable=protected-access
+
+
+# --------------------------------------------------------------------------- match mode
+
+
+def test_match_returns_every_pods_lines_with_their_times(run_module, elastic):
+    """No rank-0 search: the lines the regex finds in each pod's log, timed by the kubelet."""
+    service = elastic()
+    failed, result = run_module(module, {"name": "mnist", "match": "trainfleet-(epoch|result):"}, service)
+    assert not failed and result["changed"] is False
+    assert "pod" not in result and "log" not in result and "scanned" not in result
+    lines = [(m["pod"], m["line"].split(" ")[0]) for m in result["matches"]]
+    # the fake kubelet stamps line i (0-based) of a log at second i: worker-1's lines 14-16 come
+    # before master-0's line 17 although the pods are read master first
+    assert lines == [
+        ("mnist-worker-1", "trainfleet-epoch:"), ("mnist-worker-1", "trainfleet-epoch:"),
+        ("mnist-worker-1", "trainfleet-result:"), ("mnist-master-0", "[default0]:[rank")]
+    first = result["matches"][0]
+    assert first["time"] == "2025-01-01T10:00:14.000000Z" and first["epoch_s"] == 1735725614.0
+    assert (first["replica_type"], first["replica_index"]) == ("worker", 1)
+    assert [m["epoch_s"] for m in result["matches"]] == sorted(m["epoch_s"] for m in result["matches"])
+    assert [p["name"] for p in result["pods"]] == ["mnist-master-0", "mnist-worker-0", "mnist-worker-1"]
+    assert all(p["error"] is None for p in result["pods"])
+    reads = [c for c in service.calls if c[0] == "iter_log"]
+    assert len(reads) == 3 and all(c[-1] is True for c in reads)  # one read per pod, with timestamps
+
+
+def test_match_limit_keeps_the_last_lines_of_each_pod(run_module, elastic):
+    failed, result = run_module(module, {"name": "mnist", "match": "^trainfleet-epoch:", "match_limit": 1}, elastic())
+    assert not failed
+    assert [(m["pod"], m["line"]) for m in result["matches"]] == [
+        ("mnist-worker-1", "trainfleet-epoch: epoch=2 loss=0.21 test_acc=0.95 samples_per_s=121.0")]
+
+
+def test_match_without_pods_or_with_an_unreadable_pod_is_no_error(run_module, fake_service, load, load_log):
+    """While the operator replaces a pod a poll must go on: no pods, or a pod not started, is no failure."""
+    failed, result = run_module(module, {"name": "mnist", "match": "x"},
+                                fake_service(jobs={"mnist": load("jobs", "running")}))
+    assert not failed and result["matches"] == [] and result["pods"] == []
+    service = fake_service(jobs={"mnist": load("jobs", "created")},
+                           pods=[load("pods", "running_master"), load("pods", "imagepullbackoff")],
+                           logs={("mnist-master-0", False): load_log("elastic_worker1")})
+    failed, result = run_module(module, {"name": "mnist", "match": "^trainfleet-result:", "tail_lines": 3}, service)
+    assert not failed
+    assert [m["pod"] for m in result["matches"]] == ["mnist-master-0"]
+    assert result["pods"][0]["error"] is None and "waiting to start" in result["pods"][1]["error"]
+    assert [c[3] for c in service.calls if c[0] == "iter_log"] == [3, 3]  # tail_lines applies to each pod
+
+
+def test_match_still_needs_the_job(run_module, fake_service):
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "match": "x"}, fake_service())
+    assert failed and result["msg"] == "PyTorchJob training/mnist not found."

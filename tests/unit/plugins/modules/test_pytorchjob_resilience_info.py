@@ -51,6 +51,17 @@ def test_restart_never_small_backoff_and_no_snapshots():
     assert [r["code"] for r in risks] == [pj.RISK_BACKOFF_LIMIT] and "pytorchjob_backoff_limit to 2" in risks[0]["message"]
 
 
+def test_exit_code_policy_fails_the_job_when_a_survivor_gives_up():
+    job = copy.deepcopy(ELASTIC)
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode"
+    risks = pj.lost_pod_risks(job)
+    assert [r["code"] for r in risks] == [pj.RISK_RESTART_EXIT_CODE]
+    assert "exit code 1" in risks[0]["message"] and "OnFailure" in risks[0]["message"]
+    single = copy.deepcopy(job)
+    single["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 1
+    assert _codes(single) == []  # one pod has no survivor: its own signal exit restarts it
+
+
 def test_elastic_without_restarts_or_slack():
     job = copy.deepcopy(ELASTIC)
     job["spec"]["elasticPolicy"].update(maxRestarts=0, minReplicas=2)
