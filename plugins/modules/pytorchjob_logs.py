@@ -284,10 +284,10 @@ matches:
       recorded; the lines of one pod keep their order). Each has C(pod), C(replica_type),
       C(replica_index), C(node), C(time) (UTC, C(YYYY-MM-DDTHH:MM:SS.ffffffZ)), C(epoch_s)
       (the same time in seconds since the epoch), C(line) (without the timestamp) and C(trainer),
-      what the line says in the trainer's log-line contract: C(kind) C(epoch) (epoch, loss,
-      test_acc), C(snapshot) (epoch, uri), C(snapshot_failed) (epoch), C(storage_retry) (op,
-      uri, attempt, attempts), C(resume) (epoch, restarts), C(rank) (rank, world_size,
-      group_rank), C(result) (the result's fields), or null for any other line.
+      what the line says in the trainer's log-line contract, as C(kind) and its fields;
+      C(epoch) (epoch, loss, test_acc), C(snapshot) (epoch, uri), C(snapshot_failed) (epoch),
+      C(storage_retry) (op, uri, attempt, attempts), C(resume) (epoch, restarts), C(rank)
+      (rank, world_size, group_rank), C(result) (the result's fields); C(kind) null for any other line.
   returned: when O(match) is set
   type: list
   elements: dict

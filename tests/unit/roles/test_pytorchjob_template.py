@@ -628,7 +628,7 @@ def test_inventory_examples_render(platform):
     bucket = "trainfleet-local" if platform == "local" else "trainfleet-123456789012-us-west-2"
     run = "s3://%s/training/trainfleet-digits" % bucket
     args = container(job, "Worker")["args"]
-    assert args[-2:] == ["--output-dir=" + run, "--snapshot-dir=" + run + "/snapshots"]
+    assert args[-3:] == ["--output-dir=" + run, "--snapshot-dir=" + run + "/snapshots", "--timeout-s=300"]
     if platform == "local":
         assert env["AWS_ENDPOINT_URL"] == "http://172.18.0.1:5050"
         assert env["AWS_SECRET_ACCESS_KEY"] == {
@@ -674,7 +674,7 @@ def test_inventory_defaults_survive_a_lost_pod_or_node(platform):
     overrides["trainfleet_cluster"] = contract(kind="none", bucket="")
     overrides.update(pytorchjob_pvc_claim_name="shared", pytorchjob_pvc_mount_path="/shared")
     job, _text = render(**overrides)
-    assert container(job, "Worker")["args"][-2:] == [
+    assert container(job, "Worker")["args"][-3:-1] == [
         "--output-dir=/shared/outputs/trainfleet-digits", "--snapshot-dir=/shared/snapshots/trainfleet-digits"]
     assert pj.lost_pod_risks(job) == []
 
