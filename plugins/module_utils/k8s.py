@@ -59,6 +59,9 @@ except ImportError:
 # Seconds for a connect / a single socket read of every API call: no call can hang.
 DEFAULT_REQUEST_TIMEOUT = (10, 60)
 LOG_CHUNK_SIZE = 64 * 1024
+# The statuses of a pod log request that the API server answers when it cannot reach the pod's
+# kubelet (its node is lost or partitioned).
+LOG_KUBELET_STATUSES = (500, 502, 503, 504)
 MAX_LINE_BYTES = 1024 * 1024
 
 AUTH_ARG_SPEC = dict(
@@ -318,7 +321,10 @@ class PyTorchJobService(object):
         try:
             return self.core.read_namespaced_pod_log(pod, namespace, **kwargs)
         except ApiException as exc:
-            if exc.status in (400, 404):
+            # 400/404: no such container run or pod. 5xx: the API server could not reach the
+            # kubelet of the pod's node (a lost node: "dial tcp ...: no route to host"). Both are
+            # about this one pod; the callers go on with the other pods.
+            if exc.status in (400, 404) or exc.status in LOG_KUBELET_STATUSES:
                 raise LogReadError("Cannot %s: %s" % (what, _api_message(exc)), pod=pod, status=exc.status)
             raise self._translate(exc, what)
         except Exception as exc:  # pylint: disable=broad-except
@@ -336,6 +342,7 @@ class PyTorchJobService(object):
         finally:
             resp.close()
             resp.release_conn()
+
 
 
 class _WatchCancelled(Exception):

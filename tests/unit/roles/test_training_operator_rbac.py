@@ -57,7 +57,8 @@ def _template_vars(tmp_path, init_image="trainfleet/pytorch-init:1.35.0-r4"):
                 training_operator_deployment="training-operator", _training_operator_init_image=init_image,
                 training_operator_module="github.com/kubeflow/training-operator", training_operator_version=VERSION,
                 _training_operator_webhook_configuration=WEBHOOK,
-                training_operator_manifests_source="go_module", training_operator_image="")
+                training_operator_manifests_source="go_module", training_operator_image="",
+                training_operator_node_lost_toleration_seconds=30)
 
 
 def _patch(kustomization, kind):
@@ -84,6 +85,16 @@ def test_kustomization_replaces_the_cluster_role_and_enables_pytorchjob_only(tmp
     args = [op for op in _patch(kustomization, "Deployment") if op["path"].endswith("/args")][0]["value"]
     assert args[0] == "--enable-scheme=pytorchjob"
     assert args[1:] == (["--pytorch-init-container-image=" + init_image] if init_image else [])
+
+
+def test_operator_leaves_a_lost_node_after_the_toleration_seconds(tmp_path):
+    """Issue 14: the operator's pod is evicted from a lost node after 30 s, not Kubernetes' 300."""
+    kustomization = yaml.safe_load(_render("kustomization.yaml.j2", **_template_vars(tmp_path)))
+    ops = [op for op in _patch(kustomization, "Deployment") if op["path"] == "/spec/template/spec/tolerations"]
+    assert len(ops) == 1 and ops[0]["op"] == "add"
+    assert ops[0]["value"] == [
+        {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
+        for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")]
 
 
 def test_secrets_are_granted_in_the_operator_namespace_only(tmp_path):

@@ -330,6 +330,24 @@ def test_log_of_waiting_container(service):
     assert "waiting to start" in err.value.msg
 
 
+def test_log_of_a_pod_on_a_lost_node_is_that_pods_error(service):
+    """The API server answers 500 when it cannot reach the node's kubelet: one pod's problem."""
+    service.core.read_namespaced_pod_log.side_effect = api_error(
+        500, 'Get "https://172.18.0.3:10250/containerLogs/training/mnist-worker-1/pytorch": '
+             'dial tcp 172.18.0.3:10250: connect: no route to host')
+    with pytest.raises(LogReadError) as err:
+        list(service.iter_log("training", "mnist-worker-1", container="pytorch"))
+    assert "no route to host" in err.value.msg
+    assert err.value.details["status"] == 500
+
+
+def test_log_read_refused_by_the_api_server_is_not_a_pod_error(service):
+    service.core.read_namespaced_pod_log.side_effect = api_error(403, "forbidden")
+    with pytest.raises(k8s.PyTorchJobError) as err:
+        list(service.iter_log("training", "mnist-worker-1", container="pytorch"))
+    assert not isinstance(err.value, LogReadError)
+
+
 def test_iter_lines():
     assert list(k8s.iter_lines([b"ab", b"c\nd", b"e\n\nf"])) == ["abc", "de", "", "f"]
     assert list(k8s.iter_lines([b"\xc3", b"\xa9t\xc3\xa9\n"])) == [u"\u00e9t\u00e9"]
