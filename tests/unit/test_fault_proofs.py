@@ -275,6 +275,15 @@ def _finished_on_the_stopped_node(v):
             match["node"] = NODE_B
 
 
+def _fault_too_late(v):
+    """The fault landed after the snapshot of epoch 7: the resume leaves one epoch, which proves little."""
+    fault_at = T0 + 37.0
+    v["at"]["fault-worker"] = fault(fault_at, "delete pod fault-worker-worker-1")
+    seen, after = recovering("fault-worker", fault_at, T0 + 50.0, resumed=EPOCHS - 1)
+    v["seen"]["fault-worker"] = seen + epochs("fault-worker", 0, NODE_A, T0 + 15.0, 4, EPOCHS - 1)
+    v["jobs"]["fault-worker"]["read"] = after
+
+
 def _no_snapshot_failed_during_the_outage(v):
     v["extras"]["fault-s3"]["snapshot_failed_in_outage"] = []
 
@@ -286,6 +295,7 @@ def _no_snapshot_failed_during_the_outage(v):
     (_deadline_not_backoff, "6 - the unrecoverable job"),
     (_operator_fault_restarted_the_run, "3 and 5"),
     (_finished_on_the_stopped_node, "4 - the job finished on the remaining node"),
+    (_fault_too_late, "1, 2 and 4"),
     (_no_snapshot_failed_during_the_outage, "5 - the trainer retried"),
 ])
 def test_bad_runs_fail_their_proof(tmp_path, mutate, proof):
