@@ -344,7 +344,6 @@ class PyTorchJobService(object):
             resp.release_conn()
 
 
-
 class _WatchCancelled(Exception):
     """Raised inside PodWatch when cancel() came before the request was sent."""
 
