@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: trainfleet developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Wait for a PyTorchJob with the watch API, bounded by a monotonic deadline.
+"""Wait for a training job with the watch API, bounded by a monotonic deadline.
 
 Succeeded and Failed both end the wait (a failed job does not wait out the timeout). While
 waiting, every phase change is recorded as a transition (and passed to on_transition, which
@@ -13,13 +13,24 @@ too instead of sitting in Created until the timeout.
 
 from __future__ import annotations
 
+import json
 import time
 
-from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import (
     JobNotFoundError,
     WatchExpiredError,
 )
+from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import (
+    DEFAULT_FATAL_WAITING_REASONS,
+    PHASE_FAILED,
+    format_time,
+    job_condition,
+    job_phase,
+    phase_reached,
+    pod_belongs_to_job,
+    utcnow,
+)
+from ansible_collections.trainfleet.training.plugins.module_utils.jobstatus import pod_summary, pods_with_problems
 
 OUTCOME_REACHED = "reached"
 OUTCOME_FAILED = "failed"
@@ -37,7 +48,7 @@ class WaitResult(object):
 
     @property
     def phase(self):
-        return pj.job_phase(self.job)
+        return job_phase(self.job)
 
 
 class JobWaiter(object):
@@ -45,9 +56,9 @@ class JobWaiter(object):
     or the deadline, whichever comes first."""
 
     def __init__(self, service, namespace, name, wanted="terminal", timeout=3600,
-                 check_interval=10, fatal_reasons=pj.DEFAULT_FATAL_WAITING_REASONS,
-                 on_transition=None, clock=time.monotonic, now=pj.utcnow, sleep=time.sleep,
-                 on_round=None):
+                 check_interval=10, fatal_reasons=DEFAULT_FATAL_WAITING_REASONS,
+                 on_transition=None, clock=time.monotonic, now=utcnow, sleep=time.sleep,
+                 on_round=None, kind=None):
         self.service = service
         self.namespace = namespace
         self.name = name
@@ -58,6 +69,7 @@ class JobWaiter(object):
         self.on_transition = on_transition
         # on_round(job, pod_summaries, elapsed_seconds): called once per check round (progress).
         self.on_round = on_round
+        self.kind = kind
         self.clock = clock
         self.now = now
         self.sleep = sleep
@@ -69,13 +81,13 @@ class JobWaiter(object):
         return round(self.clock() - self._start, 3)
 
     def _record(self, job):
-        phase = pj.job_phase(job)
+        phase = job_phase(job)
         if phase == self._last_phase:
             return
         self._last_phase = phase
-        cond = pj.job_condition(job, phase) or {}
+        cond = job_condition(job, phase) or {}
         transition = {
-            "time": pj.format_time(self.now()),
+            "time": format_time(self.now()),
             "elapsed_seconds": self._elapsed(),
             "phase": phase,
             "reason": cond.get("reason"),
@@ -92,18 +104,18 @@ class JobWaiter(object):
         if not self.fatal_reasons and not self.on_round:
             return []
         pods = [p for p in self.service.list_pods(self.namespace, self.name)
-                if pj.pod_belongs_to_job(p, self.name)]
-        summaries = [pj.pod_summary(p) for p in pods]
+                if pod_belongs_to_job(p, self.name, self.kind)]
+        summaries = [pod_summary(p, self.kind) for p in pods]
         if self.on_round:
             self.on_round(job, summaries, self._elapsed())
         if not self.fatal_reasons:
             return []
-        return pj.pods_with_problems(summaries, self.fatal_reasons)
+        return pods_with_problems(summaries, self.fatal_reasons)
 
     def _outcome(self, job):
-        if pj.job_phase(job) == pj.PHASE_FAILED:
+        if job_phase(job) == PHASE_FAILED:
             return OUTCOME_FAILED
-        if pj.phase_reached(job, self.wanted):
+        if phase_reached(job, self.wanted):
             return OUTCOME_REACHED
         return None
 
@@ -131,7 +143,8 @@ class JobWaiter(object):
                 for event_type, obj in events:
                     if event_type == "DELETED":
                         raise JobNotFoundError(
-                            "PyTorchJob %s/%s was deleted while waiting for it." % (self.namespace, self.name),
+                            "%s %s/%s was deleted while waiting for it." % (
+                                getattr(self.kind, "label", None) or "PyTorchJob", self.namespace, self.name),
                             transitions=self.transitions)
                     if event_type not in ("ADDED", "MODIFIED") or not isinstance(obj, dict):
                         continue
@@ -150,3 +163,38 @@ class JobWaiter(object):
             if self.clock() - round_start < 1 and not self._outcome(job):
                 # a watch that returns at once must not turn into a busy loop
                 self.sleep(min(1, max(0, deadline - self.clock())))
+
+
+def pods_text(summaries):
+    """"<pod> <phase> (<reason>), ..." of pod summaries, or "no pods"."""
+    return ", ".join("%s %s%s" % (p["name"], p["phase"], " (%s)" % p["reason"] if p["reason"] else "")
+                     for p in summaries) or "no pods"
+
+
+def round_progress(reporter, namespace, name, label="PyTorchJob"):
+    """on_round for JobWaiter: one progress line per round on the progress channel."""
+    def report(job, summaries, elapsed):  # pylint: disable=unused-argument
+        reporter.report("%s %s/%s %s; %s" % (label, namespace, name, job_phase(job), pods_text(summaries)))
+    return report
+
+
+class ProgressLog(object):
+    """Records transitions in the system log and, optionally, a JSON-lines file."""
+
+    def __init__(self, module, namespace, name, path=None, label="PyTorchJob"):
+        self.module = module
+        self.prefix = "%s %s/%s" % (label.lower(), namespace, name)
+        self.path = path
+
+    def __call__(self, transition):
+        self.module.log("%s: phase %s after %ss (%s)" % (
+            self.prefix, transition["phase"], transition["elapsed_seconds"],
+            transition.get("reason") or "-"))
+        if self.path:
+            line = dict(transition, job=self.prefix.split(" ", 1)[1])
+            try:
+                with open(self.path, "a") as handle:
+                    handle.write(json.dumps(line, sort_keys=True) + "\n")
+            except (IOError, OSError) as exc:
+                self.module.warn("Cannot write progress_file %s: %s" % (self.path, exc))
+                self.path = None
