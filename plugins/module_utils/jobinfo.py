@@ -27,6 +27,7 @@ from ansible_collections.trainfleet.training.plugins.module_utils.jobstatus impo
     sort_pod_summaries,
 )
 from ansible_collections.trainfleet.training.plugins.module_utils.progress import ProgressReporter
+from ansible_collections.trainfleet.training.plugins.module_utils.timeline import job_timeline, read_rank0_times
 from ansible_collections.trainfleet.training.plugins.module_utils.waiter import (
     OUTCOME_FAILED,
     OUTCOME_POD_PROBLEM,
@@ -145,6 +146,8 @@ def one_job(module, service, kind):
     summary["restart_reasons"] = merge_restart_reasons(summary["restart_reasons"], recorded_restarts)
     result.update(exists=True, job=summary, jobs=[summary])
 
+    if params["timeline"]:
+        summary["timeline"] = timeline(service, namespace, job, [p for p in pods if kind.pod_belongs(p, name)], kind)
     if summary["phase"] == PHASE_FAILED:
         failure = forensics.diagnose(service, params, summary, job=job, snapshots=snapshots)
         if pod_watch is not None and pod_watch.error and failure["source"] != forensics.FAILURE_SOURCE_LIVE:
@@ -152,6 +155,26 @@ def one_job(module, service, kind):
                         % (kind.label, namespace, name, pod_watch.error))
     if wait_result is not None:
         _raise_for_outcome(service, params, kind, summary, wait_result, result)
+    return result
+
+
+def timeline(service, namespace, job, pods, kind):
+    """job.timeline: the start-up timeline from the job, its pods, their events and rank 0's log head.
+    What cannot be read (events, logs) leaves its steps null and is said in timeline.errors."""
+    name = (job.get("metadata") or {}).get("name")
+    errors = []
+    try:
+        events = service.list_events(namespace, [name] + [(p.get("metadata") or {}).get("name") for p in pods])
+    except PyTorchJobError as exc:
+        events = []
+        errors.append(exc.msg)
+    try:
+        rank0, rendezvous, first_epoch, log_errors = read_rank0_times(service, namespace, pods, kind)
+    except PyTorchJobError as exc:
+        rank0 = rendezvous = first_epoch = None
+        log_errors = [exc.msg]
+    result = job_timeline(job, pods, events, rank0, rendezvous, first_epoch)
+    result["errors"] = errors + log_errors
     return result
 
 

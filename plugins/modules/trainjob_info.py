@@ -129,6 +129,12 @@ options:
       - Number of most recent events of the job and its pods to return with a failure.
     type: int
     default: 20
+  timeline:
+    description:
+      - With O(name), return RV(job.timeline), the job's start-up timeline. It costs one read of
+        the events and of the head (256 KiB) of each started pod's log.
+    type: bool
+    default: true
 extends_documentation_fragment:
   - trainfleet.training.k8s_auth
 attributes:
@@ -383,6 +389,28 @@ job:
           type: list
           elements: dict
           returned: always
+    timeline:
+      description:
+        - The start-up timeline (what users ask when a job "takes forever to start"), with O(timeline=true).
+        - C(steps), in order, C(submitted) (the job's creationTimestamp), C(scheduled) (the last pod's
+          C(PodScheduled) condition), C(image_pulled) (the last C(Pulled) event of its pods),
+          C(containers_started) (the last container's C(startedAt)), C(rendezvous) (rank 0's
+          C(trainfleet-rank:) line, printed once the rendezvous is complete), C(first_epoch) (rank 0's
+          first C(trainfleet-epoch:) line; both at the trainer's C(time=), or the kubelet's timestamp of
+          the line for older trainers) and C(finished) (the C(Succeeded) or C(Failed) condition). Each has
+          C(step), C(label), C(time) (RFC 3339, null when not reached or not known), C(seconds) (since the
+          step before it that has a time) and C(since_submitted).
+        - C(pods), per pod, C(pod), C(node), C(created), C(scheduled), C(pull_started), C(pulled),
+          C(pull_seconds) (what the kubelet's C(Pulled) events say the pulls took, summed), C(images_present)
+          (true when every image was already on the node) and C(containers_started).
+        - C(rank0_pod), C(image_pull_seconds_max), C(lines) (the steps as text with the time between
+          them, as the train summary prints them) and C(errors) (events or logs that could not be read).
+      type: dict
+      returned: with O(name) and O(timeline=true)
+      sample: {"steps": [{"step": "submitted", "label": "submitted", "time": "2025-01-01T10:00:00Z", "seconds": null,
+                          "since_submitted": 0.0}],
+               "rank0_pod": "mnist-worker-1", "image_pull_seconds_max": 41.3,
+               "lines": ["         submitted            2025-01-01T10:00:00Z", "+2.0s    pods scheduled       2025-01-01T10:00:02Z"]}
     failure:
       description: Why the job failed, null unless the phase is Failed (or the wait failed on a pod).
       type: dict
@@ -521,6 +549,7 @@ def argspec():
         progress_file=dict(type="path"),
         log_lines=dict(type="int", default=50),
         event_limit=dict(type="int", default=20),
+        timeline=dict(type="bool", default=True),
     )
     return spec
 

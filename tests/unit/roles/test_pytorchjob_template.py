@@ -982,6 +982,21 @@ def test_report_without_a_parsed_result_says_so_and_does_not_parse_the_log(tmp_p
     assert "WARNING: no trainfleet-result line" in out
 
 
+def test_report_prints_the_startup_timeline(tmp_path):
+    job = _job("Succeeded")
+    job["timeline"] = {"steps": [], "rank0_pod": "trainfleet-digits-worker-1", "errors": [], "lines": [
+        "         submitted            2026-01-01T00:00:00Z",
+        "+42.0s   images pulled        2026-01-01T00:00:42Z (pull 41.3s on trainfleet-worker)",
+        "+5.0s    first epoch done     2026-01-01T00:00:47Z"]}
+    rank0 = {"changed": False, "pod": "trainfleet-digits-worker-1", "method": "trainer-log", "log": "...",
+             "trainer_result": TRAINER_RESULT}
+    outcome, out = _report(tmp_path, {"changed": False, "exists": True, "job": job}, rank0)
+    assert outcome["failure"] is None, out
+    assert outcome["result"]["timeline"]["rank0_pod"] == "trainfleet-digits-worker-1"
+    assert "start-up timeline (time since the step before, step, when):" in out
+    assert "+42.0s   images pulled        2026-01-01T00:00:42Z (pull 41.3s on trainfleet-worker)" in out
+
+
 def test_report_failed_job_names_reason_pod_log_and_events(tmp_path):
     failure = {
         "reason": "PyTorchJobFailed", "message": "PyTorchJob trainfleet-digits is failed because 1 Master replica(s) failed.",

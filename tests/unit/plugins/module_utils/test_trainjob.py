@@ -807,5 +807,6 @@ def test_parse_trainer_line_reads_what_the_trainer_prints():
     assert tlog.parse_trainer_line(retry) == {"kind": "storage_retry", "op": "write", "uri": uri, "attempt": 1, "attempts": 4}
     assert tlog.parse_trainer_line(metrics.resume_line(5, uri, 2)) == {"kind": "resume", "epoch": 5, "restarts": 2}
     rank = tlog.parse_trainer_line(metrics.rank_line(1, 0, 2, 1, "j-worker-1"))
+    assert rank["time"] and rank["time"].endswith("Z")
     assert dict(rank, time=None) == {"kind": "rank", "rank": 1, "world_size": 2, "group_rank": 1, "time": None}
     assert tlog.parse_trainer_line(metrics.result_line({"final_accuracy": 0.96, "epochs": 8}))["final_accuracy"] == 0.96
