@@ -34,6 +34,7 @@ from ansible_collections.trainfleet.training.plugins.module_utils.waiter import 
     OUTCOME_TIMEOUT,
     JobWaiter,
     ProgressLog,
+    Rank0Tail,
     pods_text,
     round_progress,
 )
@@ -76,7 +77,8 @@ def _wait(module, service, kind, result):
     waiter = JobWaiter(service, namespace, name, wanted=params["wait_for"], timeout=params["wait_timeout"],
                        check_interval=params["wait_check_interval"], fatal_reasons=params["wait_fail_reasons"],
                        on_transition=ProgressLog(module, namespace, name, params["progress_file"], kind.label),
-                       on_round=round_progress(ProgressReporter(min_interval=5.0), namespace, name, kind.label),
+                       on_round=round_progress(ProgressReporter(min_interval=5.0), namespace, name, kind.label,
+                                               tail=Rank0Tail(service, namespace, kind)),
                        kind=kind)
     # The operators delete the pods of a job that exceeds its backoffLimit before they mark the
     # job Failed: record a failing container while it still exists.

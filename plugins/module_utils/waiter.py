@@ -18,19 +18,33 @@ import time
 
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import (
     JobNotFoundError,
+    PyTorchJobError,
     WatchExpiredError,
 )
 from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import (
     DEFAULT_FATAL_WAITING_REASONS,
+    EPOCH,
     PHASE_FAILED,
+    PHASE_RESTARTING,
+    PHASE_RUNNING,
     format_time,
     job_condition,
     job_phase,
+    job_times,
+    parse_time,
     phase_reached,
     pod_belongs_to_job,
+    total_epochs,
     utcnow,
 )
 from ansible_collections.trainfleet.training.plugins.module_utils.jobstatus import pod_summary, pods_with_problems
+from ansible_collections.trainfleet.training.plugins.module_utils.k8s import iter_lines
+from ansible_collections.trainfleet.training.plugins.module_utils.progress import TrainingProgress, progress_line
+from ansible_collections.trainfleet.training.plugins.module_utils.trainerlog import (
+    RANK0_OUTPUT_RE as TRAINER_RANK0_OUTPUT_RE,
+    parse_trainer_line,
+    split_log_timestamp,
+)
 
 OUTCOME_REACHED = "reached"
 OUTCOME_FAILED = "failed"
@@ -171,10 +185,91 @@ def pods_text(summaries):
                      for p in summaries) or "no pods"
 
 
-def round_progress(reporter, namespace, name, label="PyTorchJob"):
-    """on_round for JobWaiter: one progress line per round on the progress channel."""
-    def report(job, summaries, elapsed):  # pylint: disable=unused-argument
-        reporter.report("%s %s/%s %s; %s" % (label, namespace, name, job_phase(job), pods_text(summaries)))
+class Rank0Tail(object):
+    """Reads the end of rank 0's log while the job runs, for the progress line.
+
+    Until rank 0 is known, the tails of the pods with a running container are read (at most
+    MAX_PODS per read); the pod whose tail holds a rank=0 rank line or a line only rank 0 prints
+    (trainerlog.RANK0_OUTPUT_RE) is rank 0 from then on, until it is gone. Bounded: TAIL_LINES
+    lines per pod and read, at most one read per min_interval seconds. A log that cannot be read
+    is skipped (the line then shows the pods' states).
+    """
+
+    TAIL_LINES = 40
+    MAX_PODS = 8
+
+    def __init__(self, service, namespace, kind, tail_lines=TAIL_LINES, min_interval=10.0, clock=time.monotonic):
+        self.service = service
+        self.namespace = namespace
+        self.kind = kind
+        self.tail_lines = tail_lines
+        self.min_interval = min_interval
+        self.clock = clock
+        self.progress = TrainingProgress()
+        self.pod = None
+        self._last_read = None
+
+    def _container(self, summary):
+        names = [c["name"] for c in summary.get("containers") or [] if not c.get("init")]
+        default = getattr(self.kind, "default_container", None)
+        return default if default in names or not names else names[0]
+
+    def _lines(self, summary):
+        chunks = self.service.iter_log(self.namespace, summary["name"], container=self._container(summary),
+                                       tail_lines=self.tail_lines, timestamps=True)
+        parsed = []
+        for raw in iter_lines(chunks):
+            _kubelet, kubelet_s, text = split_log_timestamp(raw)
+            line = parse_trainer_line(text)
+            if line["kind"] is None:
+                continue
+            own = parse_time(line.get("time"))
+            parsed.append((line, (own - EPOCH).total_seconds() if own else kubelet_s, text))
+        return parsed
+
+    def read(self, summaries):
+        """Read the tail of rank 0's log (or find rank 0) unless a read happened less than min_interval ago."""
+        now = self.clock()
+        if self._last_read is not None and now - self._last_read < self.min_interval:
+            return
+        self._last_read = now
+        running = [s for s in summaries if any(c.get("state") == "running" for c in s.get("containers") or [])]
+        if self.pod not in [s["name"] for s in running]:
+            self.pod = None
+        candidates = [s for s in running if s["name"] == self.pod] if self.pod else running[:self.MAX_PODS]
+        for summary in candidates:
+            try:
+                parsed = self._lines(summary)
+            except PyTorchJobError:
+                continue
+            rank0 = any((line["kind"] == "rank" and line["rank"] == 0) or TRAINER_RANK0_OUTPUT_RE.match(text)
+                        for line, _when, text in parsed)
+            if not rank0:
+                continue
+            self.pod = summary["name"]
+            for line, when, _text in parsed:
+                if line["kind"] != "rank" or line["rank"] == 0:
+                    self.progress.feed(line, when)
+            return
+
+
+def round_progress(reporter, namespace, name, label="PyTorchJob", tail=None, wall=time.time):
+    """on_round for JobWaiter: one progress line per round on the progress channel (progress.progress_line):
+    the phase, and once rank 0 printed an epoch (read by tail, a Rank0Tail), epoch k/N, loss, accuracy,
+    samples/s, the elapsed time and an estimate of the time left."""
+    def report(job, summaries, elapsed):
+        phase = job_phase(job)
+        if tail is not None and phase in (PHASE_RUNNING, PHASE_RESTARTING):
+            tail.read(summaries)
+        last = tail.progress.last if tail is not None else None
+        total = total_epochs(job)
+        job_elapsed = job_times(job).get("elapsed_seconds")
+        line = progress_line(
+            "%s %s/%s" % (label, namespace, name), phase, job_elapsed if job_elapsed is not None else elapsed,
+            epoch=(last or {}).get("epoch"), total_epochs=total, loss=(last or {}).get("loss"),
+            test_acc=(last or {}).get("test_acc"), samples_per_s=(last or {}).get("samples_per_s"),
+            eta=tail.progress.eta_seconds(total, wall()) if last else None, pods=pods_text(summaries))
+        reporter.report(line)
     return report
 
 

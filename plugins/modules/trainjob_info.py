@@ -48,7 +48,11 @@ description:
     type the C(Failed) condition names), else from the operator's events on the job, and
     RV(job.failure.source) says which; RV(job.failure.hint) explains that the pods were deleted
     and how to keep them next time.
-  - Progress while waiting. Ansible shows a module's output only when it returns, so every
+  - Progress while waiting. Every check round the module writes one line to the progress channel
+    of the C(trainfleet.training.progress) stdout callback, which prints it at least every 30 s -
+    the phase and, once rank 0 has printed an epoch (the last 40 lines of its log, read at most
+    every 10 s), epoch k/N (N from the trainer's C(--epochs)), loss, accuracy, samples/s, the time
+    since the job started and an estimate of the time left. Besides, every
     phase change is recorded as it happens in three places, the returned RV(transitions) list
     (with timestamps and elapsed seconds), the system log of the host running the module
     (C(module.log), for example C(journalctl -f)), and, when O(progress_file) is set, one JSON
