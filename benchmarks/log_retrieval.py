@@ -86,10 +86,10 @@ def main():
         env = c.module_env()
         env.setdefault("ANSIBLE_CONFIG", str(c.REPO / "ansible.cfg"))
         methods = {
-            "pytorchjob_logs (module)": lambda dest: (c.module_command("pytorchjob_logs", {
+            "pytorchjob_logs (module)": lambda dest: (c.module_command("trainjob_logs", {
                 "name": JOB, "namespace": c.NAMESPACE, "kubeconfig": c.KUBECONFIG, "dest": dest}), env, None),
             "pytorchjob_logs (ansible)": lambda dest: ([
-                ansible, "localhost", "-m", "trainfleet.training.pytorchjob_logs", "-a",
+                ansible, "localhost", "-m", "trainfleet.training.trainjob_logs", "-a",
                 json.dumps({"name": JOB, "namespace": c.NAMESPACE, "kubeconfig": c.KUBECONFIG, "dest": dest})], env, None),
             "kubectl logs > file": lambda dest: ([
                 "kubectl", "--kubeconfig", c.KUBECONFIG, "-n", c.NAMESPACE, "logs", pod, "-c", "pytorch"], None, dest),

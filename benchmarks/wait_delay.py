@@ -41,7 +41,7 @@ def one_run(core, custom, image, name, sleep_s, fail):
     c.create_job(custom, c.job_manifest(name, image, ["python3", "-c", f"import time, sys; time.sleep({sleep_s}); sys.exit({code})"]))
     env = c.module_env()
     results = {}
-    info = threading.Thread(target=observe, args=(c.module_command("pytorchjob_info", {
+    info = threading.Thread(target=observe, args=(c.module_command("trainjob_info", {
         "name": name, "namespace": c.NAMESPACE, "kubeconfig": c.KUBECONFIG, "wait": True, "wait_timeout": 600,
         "log_lines": 5}), env, results, "pytorchjob_info"))
     expected = "Failed" if fail else "Succeeded"

@@ -1,9 +1,10 @@
 """Per-epoch metrics: the log-line contract, metrics.jsonl and the PNG plot.
 
 Every ``trainfleet-...:`` line the trainer prints is formatted here (the prefixes are in
-trainer/__init__.py); plugins/module_utils/pytorchjob.py parses them on the Ansible side.
+trainer/__init__.py); plugins/module_utils/trainerlog.py parses them on the Ansible side.
 """
 
+import datetime
 import io
 import json
 import re
@@ -15,9 +16,18 @@ PLOT_NAME = "plot.png"
 MODEL_NAME = "model.pt"
 
 
-def rank_line(rank, local_rank, world_size, group_rank, host):
-    """``trainfleet-rank: rank=<R> local_rank=<L> world_size=<W> group_rank=<G> host=<hostname>`` (every process, once)."""
-    return f"{RANK_PREFIX} rank={rank} local_rank={local_rank} world_size={world_size} group_rank={group_rank} host={host}"
+def iso_time(now=None):
+    """``2025-01-01T10:00:00.123Z``: UTC, milliseconds, the ``time=`` field of the rank and epoch lines."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    now = now.astimezone(datetime.timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def rank_line(rank, local_rank, world_size, group_rank, host, now=None):
+    """``trainfleet-rank: rank=<R> local_rank=<L> world_size=<W> group_rank=<G> host=<hostname> time=<t>`` (every
+    process, once, after the rendezvous; time: when it printed, see iso_time)."""
+    return (f"{RANK_PREFIX} rank={rank} local_rank={local_rank} world_size={world_size} group_rank={group_rank} host={host} "
+            f"time={iso_time(now)}")
 
 
 def error_line(message):
@@ -25,18 +35,20 @@ def error_line(message):
     return f"{ERROR_PREFIX} {one_line(message)}"
 
 
-def epoch_line(record):
-    """``trainfleet-epoch: epoch=<E> loss=<f> test_acc=<f> samples_per_s=<f>`` (loss = mean training loss)."""
+def epoch_line(record, now=None):
+    """``trainfleet-epoch: epoch=<E> loss=<f> test_acc=<f> samples_per_s=<f> time=<t>`` (loss = mean training loss;
+    time: when the epoch was done, see iso_time)."""
     return (f"{EPOCH_PREFIX} epoch={record['epoch']} loss={record['loss']:.6f} "
-            f"test_acc={record['test_acc']:.6f} samples_per_s={record['samples_per_s']:.1f}")
+            f"test_acc={record['test_acc']:.6f} samples_per_s={record['samples_per_s']:.1f} time={iso_time(now)}")
 
 
 def parse_epoch_line(line):
-    """Inverse of epoch_line (for tests and tools): dict of the key=value fields, or None."""
+    """Inverse of epoch_line (for tests and tools): dict of the key=value fields (time as text; lines of
+    trainers from before it have none), or None."""
     if not line.startswith(EPOCH_PREFIX):
         return None
     fields = dict(part.split("=", 1) for part in line[len(EPOCH_PREFIX):].split())
-    return {k: (int(v) if k == "epoch" else float(v)) for k, v in fields.items()}
+    return {k: (int(v) if k == "epoch" else v if k == "time" else float(v)) for k, v in fields.items()}
 
 
 def result_line(result):

@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: trainfleet developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Kubernetes client setup and the PyTorchJob service (API calls only, no semantics).
+"""Kubernetes client setup and the training-job service (API calls only, no semantics).
 
-Layers: get_api_client() (auth options -> ApiClient) -> PyTorchJobService (typed calls that
-return plain dicts and raise the collection's exceptions) -> waiter.py / the modules.
+Layers: get_api_client() (auth options -> ApiClient) -> TrainJobService (typed calls for one
+kind of job, jobkinds, that return plain dicts and raise the collection's exceptions) ->
+waiter.py / jobinfo.py / joblogs.py -> the modules.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import traceback
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
 
-from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import (
     ApiAccessError,
     ApiUnreachableError,
@@ -27,6 +27,7 @@ from ansible_collections.trainfleet.training.plugins.module_utils.errors import 
     PyTorchJobError,
     WatchExpiredError,
 )
+from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import PYTORCHJOB
 
 K8S_IMP_ERR = None
 try:
@@ -147,12 +148,14 @@ def _api_message(exc):
     return body.get("message") or getattr(exc, "reason", None) or str(exc)
 
 
-class PyTorchJobService(object):
-    """The API calls the modules make. Every method returns plain dicts (the server's JSON)
-    and raises errors.PyTorchJobError subclasses, never kubernetes exceptions."""
+class TrainJobService(object):
+    """The API calls the modules make about one kind of job (a jobkinds.JobKind). Every method
+    returns plain dicts (the server's JSON) and raises errors.PyTorchJobError subclasses, never
+    kubernetes exceptions."""
 
-    def __init__(self, api_client, request_timeout=DEFAULT_REQUEST_TIMEOUT):
+    def __init__(self, api_client, kind=PYTORCHJOB, request_timeout=DEFAULT_REQUEST_TIMEOUT):
         self.api_client = api_client
+        self.kind = kind
         self.core = k8s_client.CoreV1Api(api_client)
         self.custom = k8s_client.CustomObjectsApi(api_client)
         self.request_timeout = request_timeout
@@ -186,39 +189,41 @@ class PyTorchJobService(object):
         return data
 
     def crd_served(self):
-        """True when the API server serves kubeflow.org/v1 pytorchjobs."""
+        """True when the API server serves the kind's resource (kubeflow.org/v1 pytorchjobs, ...)."""
+        kind = self.kind
         try:
-            data = self._raw_get("/apis/%s/%s" % (pj.GROUP, pj.VERSION))
+            data = self._raw_get("/apis/%s/%s" % (kind.group, kind.version))
         except ApiException as exc:
             if exc.status == 404:
                 return False
-            raise self._translate(exc, "discover %s" % pj.API_VERSION)
+            raise self._translate(exc, "discover %s" % kind.api_version)
         except Exception as exc:  # pylint: disable=broad-except
-            raise self._translate(exc, "discover %s" % pj.API_VERSION)
+            raise self._translate(exc, "discover %s" % kind.api_version)
         resources = (data or {}).get("resources") or []
-        return any(r.get("name") == pj.PLURAL for r in resources)
+        return any(r.get("name") == kind.plural for r in resources)
 
     def _crd_missing(self):
+        kind = self.kind
         return CrdMissingError(
-            "The PyTorchJob CRD (%s, %s) is not installed on %s: install the Kubeflow training "
-            "operator first (training_operator step)." % (pj.CRD_NAME, pj.API_VERSION, self.host))
+            "The %s CRD (%s, %s) is not installed on %s: install %s first." % (
+                kind.label, kind.crd_name, kind.api_version, self.host, kind.installer))
 
     # ---------------------------------------------------------------- jobs
 
     def get_job(self, namespace, name):
         try:
             return self.custom.get_namespaced_custom_object(
-                pj.GROUP, pj.VERSION, namespace, pj.PLURAL, name,
+                self.kind.group, self.kind.version, namespace, self.kind.plural, name,
                 _request_timeout=self.request_timeout)
         except ApiException as exc:
             if exc.status == 404:
                 if not self.crd_served():
                     raise self._crd_missing()
-                raise JobNotFoundError("PyTorchJob %s/%s not found." % (namespace, name),
+                raise JobNotFoundError("%s %s/%s not found." % (self.kind.label, namespace, name),
                                        namespace=namespace, name=name)
-            raise self._translate(exc, "read PyTorchJob %s/%s" % (namespace, name))
+            raise self._translate(exc, "read %s %s/%s" % (self.kind.label, namespace, name))
         except Exception as exc:  # pylint: disable=broad-except
-            raise self._translate(exc, "read PyTorchJob %s/%s" % (namespace, name))
+            raise self._translate(exc, "read %s %s/%s" % (self.kind.label, namespace, name))
 
     def list_jobs(self, namespace, label_selector=None):
         kwargs = {"_request_timeout": self.request_timeout}
@@ -226,13 +231,13 @@ class PyTorchJobService(object):
             kwargs["label_selector"] = label_selector
         try:
             data = self.custom.list_namespaced_custom_object(
-                pj.GROUP, pj.VERSION, namespace, pj.PLURAL, **kwargs)
+                self.kind.group, self.kind.version, namespace, self.kind.plural, **kwargs)
         except ApiException as exc:
             if exc.status == 404:
                 raise self._crd_missing()
-            raise self._translate(exc, "list PyTorchJobs in %s" % namespace)
+            raise self._translate(exc, "list %ss in %s" % (self.kind.label, namespace))
         except Exception as exc:  # pylint: disable=broad-except
-            raise self._translate(exc, "list PyTorchJobs in %s" % namespace)
+            raise self._translate(exc, "list %ss in %s" % (self.kind.label, namespace))
         return sorted(data.get("items") or [], key=lambda j: j.get("metadata", {}).get("name", ""))
 
     def watch_job(self, namespace, name, resource_version, timeout_seconds):
@@ -248,17 +253,18 @@ class PyTorchJobService(object):
             kwargs["resource_version"] = resource_version
         try:
             for event in watcher.stream(self.custom.list_namespaced_custom_object,
-                                        pj.GROUP, pj.VERSION, namespace, pj.PLURAL, **kwargs):
+                                        self.kind.group, self.kind.version, namespace, self.kind.plural,
+                                        **kwargs):
                 obj = event.get("raw_object") or event.get("object")
                 yield event.get("type"), obj
         except ApiException as exc:
             if exc.status == 404:
                 raise self._crd_missing()
-            raise self._translate(exc, "watch PyTorchJob %s/%s" % (namespace, name))
+            raise self._translate(exc, "watch %s %s/%s" % (self.kind.label, namespace, name))
         except PyTorchJobError:
             raise
         except Exception as exc:  # pylint: disable=broad-except
-            raise self._translate(exc, "watch PyTorchJob %s/%s" % (namespace, name))
+            raise self._translate(exc, "watch %s %s/%s" % (self.kind.label, namespace, name))
         finally:
             watcher.stop()
 
@@ -279,8 +285,8 @@ class PyTorchJobService(object):
         return data.get("items") or []
 
     def list_pods(self, namespace, job_name=None):
-        """Pods of one job (job_name) or of every PyTorchJob in the namespace."""
-        selector = pj.pod_label_selector(job_name) if job_name else pj.LABEL_JOB_NAME
+        """Pods of one job (job_name) or of every job of the kind in the namespace."""
+        selector = self.kind.pod_selector(job_name)
         return self._list_json(self.core.list_namespaced_pod, "list pods in %s" % namespace,
                                namespace, label_selector=selector)
 
@@ -349,8 +355,8 @@ class _WatchCancelled(Exception):
 
 
 class PodWatch(object):
-    """One round of a watch on a job's pods (label training.kubeflow.org/job-name) that
-    another thread can end at once.
+    """One round of a watch on a job's pods (the kind's job-name label) that another thread can
+    end at once.
 
     events() yields (event type, pod dict): first ADDED for every existing pod, then every
     change, until the server ends the round (timeout_seconds), the connection fails (raised
@@ -400,9 +406,9 @@ class PodWatch(object):
             pass
 
     def events(self):
-        what = "watch the pods of PyTorchJob %s/%s" % (self.namespace, self.job_name)
+        what = "watch the pods of %s %s/%s" % (self.service.kind.label, self.namespace, self.job_name)
         kwargs = {
-            "label_selector": pj.pod_label_selector(self.job_name),
+            "label_selector": self.service.kind.pod_selector(self.job_name),
             "timeout_seconds": self.timeout_seconds,
             "_request_timeout": (self.service.request_timeout[0], self.timeout_seconds + 30),
         }

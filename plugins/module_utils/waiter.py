@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: trainfleet developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Wait for a PyTorchJob with the watch API, bounded by a monotonic deadline.
+"""Wait for a training job with the watch API, bounded by a monotonic deadline.
 
 Succeeded and Failed both end the wait (a failed job does not wait out the timeout). While
 waiting, every phase change is recorded as a transition (and passed to on_transition, which
@@ -13,12 +13,37 @@ too instead of sitting in Created until the timeout.
 
 from __future__ import annotations
 
+import json
 import time
 
-from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import (
     JobNotFoundError,
+    PyTorchJobError,
     WatchExpiredError,
+)
+from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import (
+    DEFAULT_FATAL_WAITING_REASONS,
+    EPOCH,
+    PHASE_FAILED,
+    PHASE_RESTARTING,
+    PHASE_RUNNING,
+    format_time,
+    job_condition,
+    job_phase,
+    job_times,
+    parse_time,
+    phase_reached,
+    pod_belongs_to_job,
+    total_epochs,
+    utcnow,
+)
+from ansible_collections.trainfleet.training.plugins.module_utils.jobstatus import pod_summary, pods_with_problems
+from ansible_collections.trainfleet.training.plugins.module_utils.k8s import iter_lines
+from ansible_collections.trainfleet.training.plugins.module_utils.progress import TrainingProgress, progress_line
+from ansible_collections.trainfleet.training.plugins.module_utils.trainerlog import (
+    RANK0_OUTPUT_RE as TRAINER_RANK0_OUTPUT_RE,
+    parse_trainer_line,
+    split_log_timestamp,
 )
 
 OUTCOME_REACHED = "reached"
@@ -37,7 +62,7 @@ class WaitResult(object):
 
     @property
     def phase(self):
-        return pj.job_phase(self.job)
+        return job_phase(self.job)
 
 
 class JobWaiter(object):
@@ -45,9 +70,9 @@ class JobWaiter(object):
     or the deadline, whichever comes first."""
 
     def __init__(self, service, namespace, name, wanted="terminal", timeout=3600,
-                 check_interval=10, fatal_reasons=pj.DEFAULT_FATAL_WAITING_REASONS,
-                 on_transition=None, clock=time.monotonic, now=pj.utcnow, sleep=time.sleep,
-                 on_round=None):
+                 check_interval=10, fatal_reasons=DEFAULT_FATAL_WAITING_REASONS,
+                 on_transition=None, clock=time.monotonic, now=utcnow, sleep=time.sleep,
+                 on_round=None, kind=None):
         self.service = service
         self.namespace = namespace
         self.name = name
@@ -58,6 +83,7 @@ class JobWaiter(object):
         self.on_transition = on_transition
         # on_round(job, pod_summaries, elapsed_seconds): called once per check round (progress).
         self.on_round = on_round
+        self.kind = kind
         self.clock = clock
         self.now = now
         self.sleep = sleep
@@ -69,13 +95,13 @@ class JobWaiter(object):
         return round(self.clock() - self._start, 3)
 
     def _record(self, job):
-        phase = pj.job_phase(job)
+        phase = job_phase(job)
         if phase == self._last_phase:
             return
         self._last_phase = phase
-        cond = pj.job_condition(job, phase) or {}
+        cond = job_condition(job, phase) or {}
         transition = {
-            "time": pj.format_time(self.now()),
+            "time": format_time(self.now()),
             "elapsed_seconds": self._elapsed(),
             "phase": phase,
             "reason": cond.get("reason"),
@@ -92,18 +118,18 @@ class JobWaiter(object):
         if not self.fatal_reasons and not self.on_round:
             return []
         pods = [p for p in self.service.list_pods(self.namespace, self.name)
-                if pj.pod_belongs_to_job(p, self.name)]
-        summaries = [pj.pod_summary(p) for p in pods]
+                if pod_belongs_to_job(p, self.name, self.kind)]
+        summaries = [pod_summary(p, self.kind) for p in pods]
         if self.on_round:
             self.on_round(job, summaries, self._elapsed())
         if not self.fatal_reasons:
             return []
-        return pj.pods_with_problems(summaries, self.fatal_reasons)
+        return pods_with_problems(summaries, self.fatal_reasons)
 
     def _outcome(self, job):
-        if pj.job_phase(job) == pj.PHASE_FAILED:
+        if job_phase(job) == PHASE_FAILED:
             return OUTCOME_FAILED
-        if pj.phase_reached(job, self.wanted):
+        if phase_reached(job, self.wanted):
             return OUTCOME_REACHED
         return None
 
@@ -131,7 +157,8 @@ class JobWaiter(object):
                 for event_type, obj in events:
                     if event_type == "DELETED":
                         raise JobNotFoundError(
-                            "PyTorchJob %s/%s was deleted while waiting for it." % (self.namespace, self.name),
+                            "%s %s/%s was deleted while waiting for it." % (
+                                getattr(self.kind, "label", None) or "PyTorchJob", self.namespace, self.name),
                             transitions=self.transitions)
                     if event_type not in ("ADDED", "MODIFIED") or not isinstance(obj, dict):
                         continue
@@ -150,3 +177,119 @@ class JobWaiter(object):
             if self.clock() - round_start < 1 and not self._outcome(job):
                 # a watch that returns at once must not turn into a busy loop
                 self.sleep(min(1, max(0, deadline - self.clock())))
+
+
+def pods_text(summaries):
+    """"<pod> <phase> (<reason>), ..." of pod summaries, or "no pods"."""
+    return ", ".join("%s %s%s" % (p["name"], p["phase"], " (%s)" % p["reason"] if p["reason"] else "")
+                     for p in summaries) or "no pods"
+
+
+class Rank0Tail(object):
+    """Reads the end of rank 0's log while the job runs, for the progress line.
+
+    Until rank 0 is known, the tails of the pods with a running container are read (at most
+    MAX_PODS per read); the pod whose tail holds a rank=0 rank line or a line only rank 0 prints
+    (trainerlog.RANK0_OUTPUT_RE) is rank 0 from then on, until it is gone. Bounded: TAIL_LINES
+    lines per pod and read, at most one read per min_interval seconds. A log that cannot be read
+    is skipped (the line then shows the pods' states).
+    """
+
+    TAIL_LINES = 40
+    MAX_PODS = 8
+
+    def __init__(self, service, namespace, kind, tail_lines=TAIL_LINES, min_interval=10.0, clock=time.monotonic):
+        self.service = service
+        self.namespace = namespace
+        self.kind = kind
+        self.tail_lines = tail_lines
+        self.min_interval = min_interval
+        self.clock = clock
+        self.progress = TrainingProgress()
+        self.pod = None
+        self._last_read = None
+
+    def _container(self, summary):
+        names = [c["name"] for c in summary.get("containers") or [] if not c.get("init")]
+        default = getattr(self.kind, "default_container", None)
+        return default if default in names or not names else names[0]
+
+    def _lines(self, summary):
+        chunks = self.service.iter_log(self.namespace, summary["name"], container=self._container(summary),
+                                       tail_lines=self.tail_lines, timestamps=True)
+        parsed = []
+        for raw in iter_lines(chunks):
+            _kubelet, kubelet_s, text = split_log_timestamp(raw)
+            line = parse_trainer_line(text)
+            if line["kind"] is None:
+                continue
+            own = parse_time(line.get("time"))
+            parsed.append((line, (own - EPOCH).total_seconds() if own else kubelet_s, text))
+        return parsed
+
+    def read(self, summaries):
+        """Read the tail of rank 0's log (or find rank 0) unless a read happened less than min_interval ago."""
+        now = self.clock()
+        if self._last_read is not None and now - self._last_read < self.min_interval:
+            return
+        self._last_read = now
+        running = [s for s in summaries if any(c.get("state") == "running" for c in s.get("containers") or [])]
+        if self.pod not in [s["name"] for s in running]:
+            self.pod = None
+        candidates = [s for s in running if s["name"] == self.pod] if self.pod else running[:self.MAX_PODS]
+        for summary in candidates:
+            try:
+                parsed = self._lines(summary)
+            except PyTorchJobError:
+                continue
+            rank0 = any((line["kind"] == "rank" and line["rank"] == 0) or TRAINER_RANK0_OUTPUT_RE.match(text)
+                        for line, _when, text in parsed)
+            if not rank0:
+                continue
+            self.pod = summary["name"]
+            for line, when, _text in parsed:
+                if line["kind"] != "rank" or line["rank"] == 0:
+                    self.progress.feed(line, when)
+            return
+
+
+def round_progress(reporter, namespace, name, label="PyTorchJob", tail=None, wall=time.time):
+    """on_round for JobWaiter: one progress line per round on the progress channel (progress.progress_line):
+    the phase, and once rank 0 printed an epoch (read by tail, a Rank0Tail), epoch k/N, loss, accuracy,
+    samples/s, the elapsed time and an estimate of the time left."""
+    def report(job, summaries, elapsed):
+        phase = job_phase(job)
+        if tail is not None and phase in (PHASE_RUNNING, PHASE_RESTARTING):
+            tail.read(summaries)
+        last = tail.progress.last if tail is not None else None
+        total = total_epochs(job)
+        job_elapsed = job_times(job).get("elapsed_seconds")
+        line = progress_line(
+            "%s %s/%s" % (label, namespace, name), phase, job_elapsed if job_elapsed is not None else elapsed,
+            epoch=(last or {}).get("epoch"), total_epochs=total, loss=(last or {}).get("loss"),
+            test_acc=(last or {}).get("test_acc"), samples_per_s=(last or {}).get("samples_per_s"),
+            eta=tail.progress.eta_seconds(total, wall()) if last else None, pods=pods_text(summaries))
+        reporter.report(line)
+    return report
+
+
+class ProgressLog(object):
+    """Records transitions in the system log and, optionally, a JSON-lines file."""
+
+    def __init__(self, module, namespace, name, path=None, label="PyTorchJob"):
+        self.module = module
+        self.prefix = "%s %s/%s" % (label.lower(), namespace, name)
+        self.path = path
+
+    def __call__(self, transition):
+        self.module.log("%s: phase %s after %ss (%s)" % (
+            self.prefix, transition["phase"], transition["elapsed_seconds"],
+            transition.get("reason") or "-"))
+        if self.path:
+            line = dict(transition, job=self.prefix.split(" ", 1)[1])
+            try:
+                with open(self.path, "a") as handle:
+                    handle.write(json.dumps(line, sort_keys=True) + "\n")
+            except (IOError, OSError) as exc:
+                self.module.warn("Cannot write progress_file %s: %s" % (self.path, exc))
+                self.path = None

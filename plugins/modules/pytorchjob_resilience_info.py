@@ -68,14 +68,15 @@ risks:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj
+from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import PYTORCHJOB
+from ansible_collections.trainfleet.training.plugins.module_utils.resilience import lost_pod_risks
 
 
 def run(module):
     manifest = module.params["manifest"]
-    if manifest.get("kind") not in (None, pj.KIND):
-        module.fail_json(msg="manifest must be a %s, got kind %r" % (pj.KIND, manifest.get("kind")))
-    risks = pj.lost_pod_risks(manifest)
+    if manifest.get("kind") not in (None, PYTORCHJOB.name):
+        module.fail_json(msg="manifest must be a %s, got kind %r" % (PYTORCHJOB.name, manifest.get("kind")))
+    risks = lost_pod_risks(manifest)
     name = (manifest.get("metadata") or {}).get("name") or "?"
     if module.params["warn"]:
         for risk in risks:

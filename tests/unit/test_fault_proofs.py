@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj
+from ansible_collections.trainfleet.training.plugins.module_utils import trainerlog as tlog
 from trainer import metrics
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -40,7 +40,7 @@ def line(job, index, node, at, text):
     """One match as pytorchjob_logs returns it."""
     return {"pod": "%s-worker-%d" % (job, index), "replica_type": "worker", "replica_index": index, "node": node,
             "time": _utc(at).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "epoch_s": round(at, 6), "line": text,
-            "trainer": pj.parse_trainer_line(text)}
+            "trainer": tlog.parse_trainer_line(text)}
 
 
 def epochs(job, index, node, start, first, last, period=5.0, acc=BASELINE_ACC, snapshots=True):

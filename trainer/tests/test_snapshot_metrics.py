@@ -1,5 +1,6 @@
 """Snapshots (atomic, pointer, pruning, resume logic), metrics lines, metrics.jsonl and the plot."""
 
+import datetime
 import json
 import re
 
@@ -13,7 +14,8 @@ from trainer.snapshot import LATEST, find_latest, load_snapshot, make_snapshot, 
 from trainer.storage import LocalStorage
 from trainer.train import main
 
-EPOCH_RE = re.compile(r"^trainfleet-epoch: epoch=\d+ loss=[0-9.]+ test_acc=[0-9.]+ samples_per_s=[0-9.]+$")
+EPOCH_RE = re.compile(r"^trainfleet-epoch: epoch=\d+ loss=[0-9.]+ test_acc=[0-9.]+ samples_per_s=[0-9.]+ "
+                      r"time=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
 def _model_and_optimizer():
@@ -90,7 +92,11 @@ def test_torch_load_is_weights_only_when_supported():
 def test_epoch_and_result_lines():
     line = epoch_line({"epoch": 3, "loss": 0.25, "test_acc": 0.9, "samples_per_s": 1234.56, "test_loss": 0.3})
     assert EPOCH_RE.match(line), line
-    assert parse_epoch_line(line) == {"epoch": 3, "loss": 0.25, "test_acc": 0.9, "samples_per_s": 1234.6}
+    parsed = parse_epoch_line(line)
+    assert parsed == {"epoch": 3, "loss": 0.25, "test_acc": 0.9, "samples_per_s": 1234.6, "time": parsed["time"]}
+    # lines of trainers from before time= still parse
+    assert parse_epoch_line("trainfleet-epoch: epoch=2 loss=0.5 test_acc=0.8 samples_per_s=10.0") == {
+        "epoch": 2, "loss": 0.5, "test_acc": 0.8, "samples_per_s": 10.0}
     result = {"final_accuracy": 0.95, "final_loss": 0.1, "epochs": 3, "model_uri": "s3://b/m.pt", "metrics_uri": "x",
               "plot_uri": "y", "world_size": 2, "duration_s": 1.5}
     text = result_line(result)
@@ -221,6 +227,10 @@ def test_line_formats_round_trip():
 
 
 def test_rank_and_error_lines():
-    assert metrics.rank_line(1, 0, 4, 1, "pod-a") == "trainfleet-rank: rank=1 local_rank=0 world_size=4 group_rank=1 host=pod-a"
+    when = datetime.datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=datetime.timezone.utc)
+    assert metrics.rank_line(1, 0, 4, 1, "pod-a", now=when) == (
+        "trainfleet-rank: rank=1 local_rank=0 world_size=4 group_rank=1 host=pod-a time=2025-01-02T03:04:05.678Z")
+    assert metrics.epoch_line({"epoch": 1, "loss": 1, "test_acc": 0.5, "samples_per_s": 2}, now=when).endswith(
+        " time=2025-01-02T03:04:05.678Z")
     assert metrics.error_line("argument --epochs: expected a positive integer, got 0") == \
         "trainfleet-trainer: error: argument --epochs: expected a positive integer, got 0"

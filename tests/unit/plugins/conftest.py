@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Fixtures shared by the module and waiter tests: YAML loaders, a fake PyTorchJobService
+"""Fixtures shared by the module and waiter tests: YAML loaders, a fake TrainJobService
 (the API layer the modules talk to) and a fake monotonic clock."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class FakeClock(object):
 
 
 class FakeService(object):
-    """In-memory stand-in for module_utils.k8s.PyTorchJobService.
+    """In-memory stand-in for module_utils.k8s.TrainJobService.
 
     jobs: {name: job dict}; pods: list of pod dicts; logs: {(pod, previous): bytes};
     watch_rounds: list of rounds, each a list of (event type, job dict) or an exception to
@@ -181,14 +181,14 @@ def _fail_json(self, msg=None, **kwargs):  # pylint: disable=unused-argument
 def run_module(monkeypatch):
     """run_module(module, args, service, check_mode=False) -> (failed, result dict).
 
-    The module's get_api_client/PyTorchJobService are replaced so it talks to `service`."""
+    The module's get_api_client/TrainJobService are replaced so it talks to `service`."""
     monkeypatch.setattr(basic.AnsibleModule, "exit_json", _exit_json)
     monkeypatch.setattr(basic.AnsibleModule, "fail_json", _fail_json)
 
     def runner(module, args, service=None, check_mode=False):
         if service is not None:
             monkeypatch.setattr(module, "get_api_client", lambda params: object())
-            monkeypatch.setattr(module, "PyTorchJobService", lambda api_client: service)
+            monkeypatch.setattr(module, "TrainJobService", lambda api_client, kind=None: service)
         args = dict(args)
         if check_mode:
             args["_ansible_check_mode"] = True

@@ -334,7 +334,7 @@ def test_pods_leave_a_lost_node_after_pytorchjob_node_lost_toleration_seconds():
 
 def test_lost_pod_risks_of_the_rendered_jobs():
     """What the role's warning says about what it renders (pytorchjob_resilience_info runs on the manifest)."""
-    from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj  # pylint: disable=import-outside-toplevel
+    from ansible_collections.trainfleet.training.plugins.module_utils import resilience as pj  # pylint: disable=import-outside-toplevel
 
     static, _manifest = render()
     assert [r["code"] for r in pj.lost_pod_risks(static)] == [pj.RISK_STATIC_RENDEZVOUS, pj.RISK_NO_SNAPSHOTS]
@@ -648,7 +648,7 @@ def test_inventory_defaults_survive_a_lost_pod_or_node(platform):
     """Issue 14: the job the train step submits by default is elastic (c10d, Workers only) with slack,
     restarts, snapshots, OnFailure and a backoff limit above its pods; pytorchjob_resilience_info
     finds no risk in it. Without an object store the snapshots go to the claim."""
-    from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj  # pylint: disable=import-outside-toplevel
+    from ansible_collections.trainfleet.training.plugins.module_utils import resilience as pj  # pylint: disable=import-outside-toplevel
 
     group_vars = os.path.join(ROOT, "inventories", platform, "group_vars", "all")
     overrides = {}
@@ -970,18 +970,31 @@ def test_report_without_restart_data_still_summarises(tmp_path):
     assert "restart:" not in out
 
 
-def test_report_success_parses_the_result_line_when_the_module_did_not(tmp_path):
+def test_report_without_a_parsed_result_says_so_and_does_not_parse_the_log(tmp_path):
+    """The report uses what trainjob_logs parsed (trainer_result); it no longer reads the log itself."""
     status = {"changed": False, "exists": True, "job": _job("Succeeded")}
-    log = "\n".join([
-        "[rank0]: trainfleet-epoch: epoch=5 loss=0.12 test_acc=0.96 samples_per_s=1000.0",
-        "[rank0]: trainfleet-result: " + json.dumps(TRAINER_RESULT),
-        "INFO torch.distributed.elastic.agent.server.api: Done waiting for other agents.",
-    ])
-    rank0 = {"changed": False, "pod": "trainfleet-digits-master-0", "method": "fallback-master-0", "log": log}
+    log = "[rank0]: trainfleet-result: " + json.dumps(TRAINER_RESULT)
+    rank0 = {"changed": False, "pod": "trainfleet-digits-master-0", "method": "fallback-master-0", "log": log,
+             "trainer_result": None}
     outcome, out = _report(tmp_path, status, rank0)
     assert outcome["failure"] is None, out
-    assert outcome["result"]["final_accuracy"] == 0.9611
-    assert outcome["result"]["trainer"]["world_size"] == 2
+    assert outcome["result"]["final_accuracy"] is None and outcome["result"]["trainer"] == {}
+    assert "WARNING: no trainfleet-result line" in out
+
+
+def test_report_prints_the_startup_timeline(tmp_path):
+    job = _job("Succeeded")
+    job["timeline"] = {"steps": [], "rank0_pod": "trainfleet-digits-worker-1", "errors": [], "lines": [
+        "         submitted            2026-01-01T00:00:00Z",
+        "+42.0s   images pulled        2026-01-01T00:00:42Z (pull 41.3s on trainfleet-worker)",
+        "+5.0s    first epoch done     2026-01-01T00:00:47Z"]}
+    rank0 = {"changed": False, "pod": "trainfleet-digits-worker-1", "method": "trainer-log", "log": "...",
+             "trainer_result": TRAINER_RESULT}
+    outcome, out = _report(tmp_path, {"changed": False, "exists": True, "job": job}, rank0)
+    assert outcome["failure"] is None, out
+    assert outcome["result"]["timeline"]["rank0_pod"] == "trainfleet-digits-worker-1"
+    assert "start-up timeline (time since the step before, step, when):" in out
+    assert "+42.0s   images pulled        2026-01-01T00:00:42Z (pull 41.3s on trainfleet-worker)" in out
 
 
 def test_report_failed_job_names_reason_pod_log_and_events(tmp_path):

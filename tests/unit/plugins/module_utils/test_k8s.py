@@ -140,7 +140,7 @@ def api_error(status, message="boom", name=None):
 
 @pytest.fixture
 def service(kubeconfig):
-    svc = k8s.PyTorchJobService(k8s.get_api_client(params(kubeconfig=kubeconfig)))
+    svc = k8s.TrainJobService(k8s.get_api_client(params(kubeconfig=kubeconfig)))
     svc.core = mock.Mock()
     svc.custom = mock.Mock()
     svc._raw_get = mock.Mock(return_value={"resources": [{"name": "pytorchjobs"}]})  # pylint: disable=protected-access

@@ -17,7 +17,9 @@ import pytest
 import yaml
 
 from ansible_collections.trainfleet.training.plugins.module_utils import k8s
-from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj
+from ansible_collections.trainfleet.training.plugins.module_utils import forensics
+from ansible_collections.trainfleet.training.plugins.module_utils import jobkinds as kinds
+from ansible_collections.trainfleet.training.plugins.module_utils import joblogs
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import (
     CrdMissingError,
     JobNotFoundError,
@@ -147,7 +149,7 @@ def api_server(tmp_path):
     }))
     params = dict((key, None) for key in k8s.AUTH_ARG_SPEC)
     params["kubeconfig"] = str(kubeconfig)
-    service = k8s.PyTorchJobService(k8s.get_api_client(params), request_timeout=(5, 10))
+    service = k8s.TrainJobService(k8s.get_api_client(params), request_timeout=(5, 10))
     yield api, service
     server.shutdown()
     server.server_close()
@@ -200,7 +202,7 @@ def test_pods_and_log_errors(api_server):
     api, service = api_server
     api.pods = [{"metadata": {"name": "mnist-master-0"}}]
     assert service.list_pods("training", "mnist") == api.pods
-    assert api.requests[-1][1]["labelSelector"] == pj.pod_label_selector("mnist")
+    assert api.requests[-1][1]["labelSelector"] == "training.kubeflow.org/job-name=mnist"
     with pytest.raises(LogReadError) as err:
         list(service.iter_log("training", "waiting", container="pytorch"))
     assert "waiting to start" in err.value.msg
@@ -210,7 +212,7 @@ def test_log_stream_memory_is_bounded(api_server):
     api, service = api_server
     api.log_bytes = (65536 // len(LOG_LINE)) * len(LOG_LINE) * 1024  # ~64 MiB of whole lines
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    tail = pj.TailBuffer(1024 * 1024)
+    tail = joblogs.TailBuffer(1024 * 1024)
     for chunk in service.iter_log("training", "mnist-master-0", container="pytorch", tail_lines=None):
         tail.feed(chunk)
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024.0
@@ -224,8 +226,8 @@ def test_log_stream_memory_is_bounded(api_server):
 
 def _pod(name, exit_code=None):
     pod = {"metadata": {"name": name, "namespace": "training",
-                        "labels": {pj.LABEL_JOB_NAME: "mnist", pj.LABEL_REPLICA_TYPE: "master",
-                                   pj.LABEL_REPLICA_INDEX: "0"}},
+                        "labels": {kinds.KUBEFLOW_JOB_NAME: "mnist", kinds.KUBEFLOW_REPLICA_TYPE: "master",
+                                   kinds.KUBEFLOW_REPLICA_INDEX: "0"}},
            "status": {"phase": "Running", "containerStatuses": [
                {"name": "pytorch", "restartCount": 0, "state": {"running": {}}}]}}
     if exit_code is not None:
@@ -238,10 +240,10 @@ def test_pod_watch_streams_events_and_ends_with_its_round(api_server):
     api.pod_watch_events = [{"type": "ADDED", "object": _pod("mnist-master-0")},
                             {"type": "MODIFIED", "object": _pod("mnist-master-0", exit_code=1)}]
     events = list(service.watch_pods("training", "mnist", 7).events())
-    assert [(t, pj.container_failure(p) is not None) for t, p in events] == [("ADDED", False), ("MODIFIED", True)]
+    assert [(t, forensics.container_failure(p) is not None) for t, p in events] == [("ADDED", False), ("MODIFIED", True)]
     assert isinstance(events[0][1], dict)  # raw dicts, not kubernetes models
     query = [r for r in api.requests if r[0].endswith("/pods") and r[1].get("watch")][-1][1]
-    assert query["labelSelector"] == pj.pod_label_selector("mnist")
+    assert query["labelSelector"] == "training.kubeflow.org/job-name=mnist"
     assert query["timeoutSeconds"] == "7"
 
 

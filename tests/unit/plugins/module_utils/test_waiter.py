@@ -170,3 +170,75 @@ def test_watch_returning_at_once_does_not_spin(load, fake_service, clock):
 def test_missing_job(fake_service, clock):
     with pytest.raises(JobNotFoundError):
         make_waiter(fake_service(clock=clock), clock).wait()
+
+
+# --------------------------------------------------------------------------- progress while waiting
+
+
+class _Reporter(object):
+    def __init__(self):
+        self.lines = []
+
+    def report(self, text, force=False):  # pylint: disable=unused-argument
+        self.lines.append(text)
+        return True
+
+
+def _running_job(load):
+    job = load("jobs", "running")
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"] = {"spec": {"containers": [
+        {"name": "pytorch", "command": ["torchrun"], "args": ["-m", "trainer.train", "--epochs=5"]}]}}
+    return job
+
+
+def test_round_progress_reads_rank0s_tail_and_estimates_the_time_left(load, fake_service, clock):
+    """worker-1 ran rank 0 (its tail has the rank=0 line and the epoch lines); the trainer's time= wins
+    over the kubelet's timestamp; the line says epoch k/N (N from the job's --epochs), loss, accuracy,
+    samples/s, elapsed and the time left."""
+    from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import PYTORCHJOB  # pylint: disable=import-outside-toplevel
+    from ansible_collections.trainfleet.training.plugins.module_utils.jobstatus import pod_summary  # pylint: disable=import-outside-toplevel
+
+    logs = {
+        ("mnist-worker-0", False): b"trainfleet-rank: rank=1 local_rank=0 world_size=2 group_rank=1 host=w0\n",
+        ("mnist-worker-1", False): (
+            b"trainfleet-rank: rank=0 local_rank=0 world_size=2 group_rank=0 host=w1 time=2025-01-01T10:01:00.000Z\n"
+            b"trainfleet-epoch: epoch=1 loss=0.900000 test_acc=0.700000 samples_per_s=800.0 time=2025-01-01T10:01:10.000Z\n"
+            b"trainfleet-info: snapshot epoch=1 uri=s3://b/s.pt\n"
+            b"trainfleet-epoch: epoch=2 loss=0.400000 test_acc=0.912345 samples_per_s=812.4 time=2025-01-01T10:01:20.000Z\n"),
+    }
+    service = fake_service(logs=logs)
+    pods = [load("pods", name) for name in ("running_master", "running_worker0", "running_worker1")]
+    summaries = [pod_summary(p) for p in pods]
+    reporter = _Reporter()
+    wall = [datetime.datetime(2025, 1, 1, 10, 1, 25, tzinfo=datetime.timezone.utc).timestamp()]
+    tail = w.Rank0Tail(service, "training", PYTORCHJOB, clock=clock)
+    report = w.round_progress(reporter, "training", "mnist", "PyTorchJob", tail=tail, wall=lambda: wall[0])
+    job = _running_job(load)
+
+    report(job, summaries, 30.0)
+    assert tail.pod == "mnist-worker-1"
+    line = reporter.lines[-1]
+    assert line.startswith("PyTorchJob training/mnist Running: epoch 2/5, loss 0.4000, acc 0.9123, 812 samples/s; elapsed ")
+    assert line.endswith(", about 25s left")  # 3 epochs at 10 s, 5 s into the next
+    reads = [c for c in service.calls if c[0] == "iter_log"]
+    assert all(c[3] == w.Rank0Tail.TAIL_LINES and c[-1] is True for c in reads)  # bounded tails, with timestamps
+
+    # within min_interval no log is read again; afterwards only rank 0's
+    report(job, summaries, 35.0)
+    assert len([c for c in service.calls if c[0] == "iter_log"]) == len(reads)
+    clock.advance(10)
+    report(job, summaries, 40.0)
+    assert [c[1] for c in service.calls if c[0] == "iter_log"][len(reads):] == ["mnist-worker-1"]
+
+
+def test_round_progress_before_the_first_epoch_names_the_pods(load, fake_service, clock):
+    reporter = _Reporter()
+    tail = w.Rank0Tail(fake_service(logs={}), "training", None, clock=clock)
+    from ansible_collections.trainfleet.training.plugins.module_utils.jobstatus import pod_summary  # pylint: disable=import-outside-toplevel
+    summaries = [pod_summary(load("pods", "imagepullbackoff"))]
+    job = load("jobs", "created")
+    job["status"].pop("startTime", None)  # not started: the wait's own elapsed time stands in
+    w.round_progress(reporter, "training", "mnist", tail=tail)(job, summaries, 12.0)
+    assert reporter.lines[-1] == "PyTorchJob training/mnist Created: pods: %s %s (%s); elapsed 12s" % (
+        summaries[0]["name"], summaries[0]["phase"], summaries[0]["reason"])
+    assert [c for c in tail.service.calls if c[0] == "iter_log"] == []  # no log read before Running

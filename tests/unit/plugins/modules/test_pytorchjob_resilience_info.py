@@ -7,7 +7,7 @@ import copy
 
 from ansible.module_utils import basic
 
-from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj
+from ansible_collections.trainfleet.training.plugins.module_utils import resilience
 from ansible_collections.trainfleet.training.plugins.modules import pytorchjob_resilience_info as module
 
 
@@ -27,7 +27,7 @@ ELASTIC = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"
 
 
 def _codes(manifest):
-    return [r["code"] for r in pj.lost_pod_risks(manifest)]
+    return [r["code"] for r in resilience.lost_pod_risks(manifest)]
 
 
 def test_elastic_job_with_snapshots_survives():
@@ -35,7 +35,7 @@ def test_elastic_job_with_snapshots_survives():
 
 
 def test_static_master_worker_is_a_single_point_of_failure():
-    assert _codes(STATIC) == [pj.RISK_STATIC_RENDEZVOUS]
+    assert _codes(STATIC) == [resilience.RISK_STATIC_RENDEZVOUS]
     single = copy.deepcopy(STATIC)
     del single["spec"]["pytorchReplicaSpecs"]["Worker"]
     assert _codes(single) == []  # one pod: a restart resumes from the snapshot
@@ -44,18 +44,18 @@ def test_static_master_worker_is_a_single_point_of_failure():
 def test_restart_never_small_backoff_and_no_snapshots():
     job = copy.deepcopy(ELASTIC)
     job["spec"]["pytorchReplicaSpecs"]["Worker"] = _replica(2, restart_policy="Never", args=())
-    assert _codes(job) == [pj.RISK_RESTART_NEVER, pj.RISK_NO_SNAPSHOTS]
+    assert _codes(job) == [resilience.RISK_RESTART_NEVER, resilience.RISK_NO_SNAPSHOTS]
     job = copy.deepcopy(ELASTIC)
     job["spec"]["runPolicy"]["backoffLimit"] = 1
-    risks = pj.lost_pod_risks(job)
-    assert [r["code"] for r in risks] == [pj.RISK_BACKOFF_LIMIT] and "pytorchjob_backoff_limit to 2" in risks[0]["message"]
+    risks = resilience.lost_pod_risks(job)
+    assert [r["code"] for r in risks] == [resilience.RISK_BACKOFF_LIMIT] and "pytorchjob_backoff_limit to 2" in risks[0]["message"]
 
 
 def test_exit_code_policy_fails_the_job_when_a_survivor_gives_up():
     job = copy.deepcopy(ELASTIC)
     job["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode"
-    risks = pj.lost_pod_risks(job)
-    assert [r["code"] for r in risks] == [pj.RISK_RESTART_EXIT_CODE]
+    risks = resilience.lost_pod_risks(job)
+    assert [r["code"] for r in risks] == [resilience.RISK_RESTART_EXIT_CODE]
     assert "exit code 1" in risks[0]["message"] and "OnFailure" in risks[0]["message"]
     single = copy.deepcopy(job)
     single["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 1
@@ -65,7 +65,7 @@ def test_exit_code_policy_fails_the_job_when_a_survivor_gives_up():
 def test_elastic_without_restarts_or_slack():
     job = copy.deepcopy(ELASTIC)
     job["spec"]["elasticPolicy"].update(maxRestarts=0, minReplicas=2)
-    assert _codes(job) == [pj.RISK_ELASTIC_NO_RESTARTS, pj.RISK_ELASTIC_NO_SLACK]
+    assert _codes(job) == [resilience.RISK_ELASTIC_NO_RESTARTS, resilience.RISK_ELASTIC_NO_SLACK]
 
 
 def test_custom_command_without_the_trainer_is_not_asked_for_snapshots():
@@ -80,7 +80,7 @@ def test_module_returns_the_risks_and_warns(run_module, monkeypatch):
     monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, text: warnings.append(text))
     failed, result = run_module(module, {"manifest": STATIC}, check_mode=True)
     assert not failed and result["changed"] is False and result["resilient"] is False
-    assert [r["code"] for r in result["risks"]] == [pj.RISK_STATIC_RENDEZVOUS]
+    assert [r["code"] for r in result["risks"]] == [resilience.RISK_STATIC_RENDEZVOUS]
     assert len(warnings) == 1 and warnings[0].startswith("PyTorchJob digits cannot survive a lost pod: static rendezvous")
     assert "pytorchjob_elastic: true" in warnings[0]
 

@@ -7,12 +7,19 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: pytorchjob_logs
-short_description: Fetch the log of the pod that ran global rank 0 of a Kubeflow PyTorchJob
-version_added: 0.1.0
+module: trainjob_logs
+short_description: Fetch the log of the pod that ran global rank 0 of a training job (PyTorchJob, MPIJob, Volcano Job)
+version_added: 0.2.0
 description:
-  - Finds the pod of a PyTorchJob (C(kubeflow.org/v1)) that ran global rank 0 and returns its
-    log, or with O(all_ranks=true) writes every pod's log to O(dest_dir).
+  - Finds the pod of a training job that ran global rank 0 and returns its log, or with
+    O(all_ranks=true) writes every pod's log to O(dest_dir). O(kind) is C(PyTorchJob)
+    (C(kubeflow.org/v1), the default), C(MPIJob) (C(kubeflow.org/v2beta1)) or C(VolcanoJob)
+    (C(batch.volcano.sh/v1alpha1), what TorchX submits).
+  - C(trainfleet.training.pytorchjob_logs) is a redirect to this module (O(kind) defaults to
+    C(PyTorchJob)), so playbooks written for it keep working.
+  - An MPIJob's ranks run under C(mpirun) in the launcher pod, which prints every rank's output;
+    the launcher's log is where rank 0's lines appear (the workers' logs hold only their SSH
+    server's), so the launcher is the pod this module returns.
   - With torchrun's c10d rendezvous, ranks follow join order, not pod names, so rank 0 is found
     from what the processes printed at the start of each pod's log (the first O(rank_scan_bytes)),
     in this order, the trainer's own C(trainfleet-rank:) line (method C(trainer-log)),
@@ -44,9 +51,15 @@ description:
 author:
   - trainfleet developers (!UNKNOWN)
 options:
+  kind:
+    description:
+      - The kind of job. C(VolcanoJob) is Volcano's C(Job) (C(batch.volcano.sh/v1alpha1)).
+    type: str
+    default: PyTorchJob
+    choices: [PyTorchJob, MPIJob, VolcanoJob]
   name:
     description:
-      - Name of the PyTorchJob.
+      - Name of the job.
     type: str
     required: true
   namespace:
@@ -56,8 +69,9 @@ options:
     default: default
   container:
     description:
-      - Container whose log is read. Defaults to C(pytorch) (the name the training operator
-        requires), or the pod's first container when there is no C(pytorch) container.
+      - Container whose log is read. Defaults, for a PyTorchJob, to C(pytorch) (the name the
+        training operator requires), and otherwise (or when there is no C(pytorch) container) to
+        the pod's first container.
     type: str
   tail_lines:
     description:
@@ -129,12 +143,12 @@ notes:
   - Logs of pods removed by the job's C(cleanPodPolicy) or C(ttlSecondsAfterFinished) are gone;
     the module then fails with a message saying the job has no pods.
 seealso:
-  - module: trainfleet.training.pytorchjob_info
+  - module: trainfleet.training.trainjob_info
 """
 
 EXAMPLES = r"""
 - name: Rank-0 log, last 200 lines
-  trainfleet.training.pytorchjob_logs:
+  trainfleet.training.trainjob_logs:
     name: mnist
     namespace: training
     tail_lines: 200
@@ -145,21 +159,21 @@ EXAMPLES = r"""
     msg: "{{ __rank0.trainer_result.final_accuracy }} from {{ __rank0.pod }} ({{ __rank0.method }})"
 
 - name: Whole rank-0 log to a file, nothing returned
-  trainfleet.training.pytorchjob_logs:
+  trainfleet.training.trainjob_logs:
     name: mnist
     namespace: training
     max_bytes: 0
     dest: /tmp/mnist-rank0.log
 
 - name: Every pod's log, one file each
-  trainfleet.training.pytorchjob_logs:
+  trainfleet.training.trainjob_logs:
     name: mnist
     namespace: training
     all_ranks: true
     dest_dir: /tmp/mnist-logs
 
 - name: Poll until a restarted trainer printed its resume line (any pod), bounded
-  trainfleet.training.pytorchjob_logs:
+  trainfleet.training.trainjob_logs:
     name: mnist
     namespace: training
     match: "^trainfleet-resume: "
@@ -169,7 +183,7 @@ EXAMPLES = r"""
   delay: 2
 
 - name: Previous run of a crash-looping rank-0 container
-  trainfleet.training.pytorchjob_logs:
+  trainfleet.training.trainjob_logs:
     name: mnist
     namespace: training
     previous: true
@@ -210,8 +224,9 @@ group_rank:
   type: int
   sample: 0
 method:
-  description: What decided, C(trainer-log), C(torchrun-log), C(trainer-rank0-output) or
-    C(fallback-master-0).
+  description: What decided, C(trainer-log), C(torchrun-log), C(trainer-rank0-output),
+    C(fallback-master-0) (a PyTorchJob's master replica 0, or its first worker) or
+    C(fallback-first-replica) (an MPIJob's launcher, a Volcano job's first task).
   returned: unless O(match) is set
   type: str
   sample: trainer-log
@@ -305,24 +320,19 @@ pods:
   elements: dict
 """
 
-import hashlib
 import json
 import os
 import re
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.trainfleet.training.plugins.module_utils import pytorchjob as pj
-from ansible_collections.trainfleet.training.plugins.module_utils.errors import (
-    LogReadError,
-    PyTorchJobError,
-)
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import KIND_CHOICES, get_kind
+from ansible_collections.trainfleet.training.plugins.module_utils.joblogs import job_pods, match_lines, rank0_log
 from ansible_collections.trainfleet.training.plugins.module_utils.k8s import (
-    PyTorchJobService,
+    TrainJobService,
     auth_arg_spec,
     get_api_client,
-    iter_lines,
     require_kubernetes,
 )
 
@@ -330,6 +340,7 @@ from ansible_collections.trainfleet.training.plugins.module_utils.k8s import (
 def argspec():
     spec = auth_arg_spec()
     spec.update(
+        kind=dict(type="str", default="PyTorchJob", choices=KIND_CHOICES),
         name=dict(type="str", required=True),
         namespace=dict(type="str", default="default"),
         container=dict(type="str"),
@@ -348,210 +359,26 @@ def argspec():
     return spec
 
 
-def _container_for(pod, wanted):
-    names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
-    if wanted:
-        return wanted
-    if pj.DEFAULT_CONTAINER in names or not names:
-        return pj.DEFAULT_CONTAINER
-    return names[0]
-
-
-def _file_sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1024 * 1024), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def stream_log(module, chunks, tail, dest=None):
-    """Consume log chunks once: feed the bounded tail buffer and, with dest, a temp file next
-    to dest that replaces dest only when the content differs (never in check mode).
-    Returns (changed, path)."""
-    digest = hashlib.sha256()
-    handle = tmp_path = None
-    if dest and not module.check_mode:
-        dest_dir = os.path.dirname(os.path.abspath(dest))
-        fd, tmp_path = tempfile.mkstemp(prefix=".pytorchjob_logs.", dir=dest_dir)
-        handle = os.fdopen(fd, "wb")
-    try:
-        for chunk in chunks:
-            tail.feed(chunk)
-            digest.update(chunk)
-            if handle:
-                handle.write(chunk)
-    except BaseException:
-        if handle:
-            handle.close()
-            os.unlink(tmp_path)
-        raise
-    if handle:
-        handle.close()
-    if not dest:
-        return False, None
-    changed = not (os.path.isfile(dest) and _file_sha256(dest) == digest.hexdigest())
-    if tmp_path:
-        if changed:
-            module.atomic_move(tmp_path, dest)
-        else:
-            os.unlink(tmp_path)
-    return changed, dest
-
-
-def _scan_part(service, params, namespace, name, container, tail_lines=None):
-    """(parse_rank_lines result, bytes read) of the head (rank_scan_bytes) or, with tail_lines,
-    of the last lines. The tail is not cut by bytes: its last lines are the ones that tell."""
-    chunks = service.iter_log(namespace, name, container=container, previous=params["previous"],
-                              tail_lines=tail_lines, limit_bytes=None if tail_lines else params["rank_scan_bytes"])
-    read = [0]
-
-    def counted():
-        for chunk in chunks:
-            read[0] += len(chunk)
-            yield chunk
-    info = pj.parse_rank_lines(iter_lines(counted()))
-    return info, read[0]
-
-
-def scan_ranks(service, params, namespace, pods, summaries):
-    """Parse the head of every pod's log, and its tail when the head says nothing;
-    {pod name: parse_rank_lines result}, scan list."""
-    infos = {}
-    scanned = []
-    for pod, summary in zip(pods, summaries):
-        name = summary["name"]
-        container = _container_for(pod, params["container"])
-        entry = {"pod": name, "replica_type": summary["replica_type"],
-                 "replica_index": summary["replica_index"], "ranks": [], "group_rank": None,
-                 "source": None, "part": "head", "error": None}
-        try:
-            info, head_bytes = _scan_part(service, params, namespace, name, container)
-            # A head shorter than rank_scan_bytes was the whole log: its tail would say nothing more.
-            if pj.says_nothing(info) and params["rank_scan_tail_lines"] and head_bytes >= params["rank_scan_bytes"]:
-                # a rotated log: its head (and the rank lines) may be gone
-                info, _tail_bytes = _scan_part(service, params, namespace, name, container, params["rank_scan_tail_lines"])
-                entry["part"] = "tail"
-        except LogReadError as exc:
-            info = {"trainer": None, "torchrun": None, "rank0_output": False}
-            entry["error"] = exc.msg
-        infos[name] = info
-        entry["ranks"], entry["group_rank"], entry["source"] = pj.pod_ranks(info)
-        scanned.append(entry)
-    return infos, scanned
-
-
-def _log_kwargs(params, container):
-    return dict(container=container, tail_lines=params["tail_lines"],
-                since_seconds=params["since_seconds"], previous=params["previous"])
-
-
-def _all_ranks(module, service, pods, summaries, scanned):
+def check_params(module):
+    """Refuse bad option values before anything is read."""
     params = module.params
-    dest_dir = params["dest_dir"]
-    if not module.check_mode and not os.path.isdir(dest_dir):
-        os.makedirs(dest_dir)
-    files = []
-    changed = False
-    for pod, summary, scan in zip(pods, summaries, scanned):
-        path = os.path.join(dest_dir, pj.log_file_name(summary, scan["ranks"]))
-        entry = {"pod": summary["name"], "replica_type": summary["replica_type"],
-                 "replica_index": summary["replica_index"], "ranks": scan["ranks"],
-                 "group_rank": scan["group_rank"], "path": path, "bytes": 0, "changed": False,
-                 "error": None}
-        tail = pj.TailBuffer(0)
-        try:
-            chunks = service.iter_log(params["namespace"], summary["name"],
-                                      **_log_kwargs(params, _container_for(pod, params["container"])))
-            entry["changed"], _path = stream_log(module, chunks, tail, dest=path)
-        except LogReadError as exc:
-            entry["error"] = exc.msg
-        entry["bytes"] = tail.total
-        changed = changed or entry["changed"]
-        files.append(entry)
-    return {"changed": changed, "files": files, "dest_dir": dest_dir}
-
-
-def match_lines(module, service, pods, pattern):
-    """The match mode: every pod's log (with timestamps), the lines `pattern` finds."""
-    params = module.params
-    matches = []
-    seen = []
-    for pod in pods:
-        summary = pj.pod_summary(pod)
-        entry = {"name": summary["name"], "replica_type": summary["replica_type"],
-                 "replica_index": summary["replica_index"], "node": summary["node"],
-                 "phase": summary["phase"], "restarts": summary["restarts"], "error": None}
-        try:
-            chunks = service.iter_log(params["namespace"], summary["name"], timestamps=True,
-                                      **_log_kwargs(params, _container_for(pod, params["container"])))
-            found = pj.match_log_lines(iter_lines(chunks), pattern, params["match_limit"])
-        except LogReadError as exc:
-            entry["error"] = exc.msg
-            found = []
-        for item in found:
-            item.update({"pod": summary["name"], "replica_type": summary["replica_type"],
-                         "replica_index": summary["replica_index"], "node": summary["node"]})
-        matches.extend(found)
-        seen.append(entry)
-    return {"changed": False, "matches": pj.sort_matches(matches), "pods": seen}
-
-
-def execute_module(module, service):
-    params = module.params
-    namespace, name = params["namespace"], params["name"]
-    service.get_job(namespace, name)  # clear errors for a missing CRD or job
-    pods = [p for p in service.list_pods(namespace, name) if pj.pod_belongs_to_job(p, name)]
+    for option in ("tail_lines", "since_seconds", "max_bytes", "rank_scan_bytes", "rank_scan_tail_lines", "match_limit"):
+        if params[option] is not None and params[option] < 0:
+            module.fail_json(msg="%s must be 0 or more, got %s" % (option, params[option]))
     if params["match"] is not None:
-        pods.sort(key=lambda p: pj.replica_sort_key(pj.pod_summary(p)))
-        return match_lines(module, service, pods, re.compile(params["match"]))
-    if not pods:
-        raise PyTorchJobError(
-            "PyTorchJob %s/%s has no pods: not started yet, or removed by its cleanPodPolicy or "
-            "ttlSecondsAfterFinished." % (namespace, name))
-    pairs = sorted(((pj.pod_summary(p), p) for p in pods), key=lambda pair: pj.replica_sort_key(pair[0]))
-    summaries = [pair[0] for pair in pairs]
-    pods = [pair[1] for pair in pairs]
-
-    infos, scanned = scan_ranks(service, params, namespace, pods, summaries)
-    decision = pj.find_rank0(summaries, infos)
-    rank0 = decision["pod"]
-    rank0_scan = [s for s in scanned if s["pod"] == rank0["name"]][0]
-    result = {
-        "changed": False,
-        "pod": rank0["name"],
-        "replica_type": rank0["replica_type"],
-        "replica_index": rank0["replica_index"],
-        "rank": 0,
-        "ranks": rank0_scan["ranks"] if decision["method"] != pj.METHOD_FALLBACK else [],
-        "group_rank": rank0_scan["group_rank"],
-        "method": decision["method"],
-        "candidates": decision["candidates"],
-        "scanned": scanned,
-    }
-    if params["all_ranks"]:
-        result.update(_all_ranks(module, service, pods, summaries, scanned))
-        return result
-
-    pod = pods[summaries.index(rank0)]
-    container = _container_for(pod, params["container"])
-    tail = pj.TailBuffer(params["max_bytes"])
-    chunks = service.iter_log(namespace, rank0["name"], **_log_kwargs(params, container))
-    changed, path = stream_log(module, chunks, tail, dest=params["dest"])
-    text = tail.text()
-    lines = text.splitlines()
-    result.update({
-        "changed": changed,
-        "container": container,
-        "log": text,
-        "log_lines": lines,
-        "truncated": tail.truncated,
-        "bytes": tail.total,
-        "returned_bytes": len(text.encode("utf-8")),
-        "trainer_result": pj.parse_trainer_result(lines),
-        "path": path,
-    })
-    return result
+        try:
+            re.compile(params["match"])
+        except re.error as exc:
+            module.fail_json(msg="match is not a valid regular expression (%s): %s" % (exc, json.dumps(params["match"])))
+    if params["rank_scan_bytes"] == 0:
+        module.fail_json(msg="rank_scan_bytes must be more than 0")
+    for option in ("dest", "dest_dir"):
+        value = params[option]
+        if value is not None and (".." in value.split(os.sep) or any(ord(c) < 32 for c in value)):
+            module.fail_json(msg="%s must be a path without '..' components or control characters, got %s"
+                             % (option, json.dumps(value)))
+    if params["dest"] and os.path.isdir(params["dest"]):
+        module.fail_json(msg="dest %s is a directory; give a file path (or use all_ranks with dest_dir)" % params["dest"])
 
 
 def main():
@@ -561,29 +388,18 @@ def main():
         required_if=[("all_ranks", True, ["dest_dir"])],
         mutually_exclusive=[("all_ranks", "dest"), ("match", "all_ranks"), ("match", "dest")],
     )
-    for option in ("tail_lines", "since_seconds", "max_bytes", "rank_scan_bytes", "rank_scan_tail_lines", "match_limit"):
-        value = module.params[option]
-        if value is not None and value < 0:
-            module.fail_json(msg="%s must be 0 or more, got %s" % (option, value))
-    if module.params["match"] is not None:
-        try:
-            re.compile(module.params["match"])
-        except re.error as exc:
-            module.fail_json(msg="match is not a valid regular expression (%s): %s" % (exc, json.dumps(module.params["match"])))
-    if module.params["rank_scan_bytes"] == 0:
-        module.fail_json(msg="rank_scan_bytes must be more than 0")
-    for option in ("dest", "dest_dir"):
-        value = module.params[option]
-        if value is not None and (".." in value.split(os.sep) or any(ord(c) < 32 for c in value)):
-            module.fail_json(msg="%s must be a path without '..' components or control characters, got %s"
-                             % (option, json.dumps(value)))
-    if module.params["dest"] and os.path.isdir(module.params["dest"]):
-        module.fail_json(msg="dest %s is a directory; give a file path (or use all_ranks with dest_dir)"
-                         % module.params["dest"])
+    check_params(module)
     require_kubernetes(module)
+    params = module.params
+    kind = get_kind(params["kind"])
     try:
-        service = PyTorchJobService(get_api_client(module.params))
-        result = execute_module(module, service)
+        service = TrainJobService(get_api_client(params), kind)
+        service.get_job(params["namespace"], params["name"])  # clear errors for a missing CRD or job
+        summaries, pods = job_pods(service, params["namespace"], params["name"], kind)
+        if params["match"] is not None:
+            result = match_lines(module, service, pods, re.compile(params["match"]), kind)
+        else:
+            result = rank0_log(module, service, kind, summaries, pods)
     except PyTorchJobError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
     except (IOError, OSError) as exc:

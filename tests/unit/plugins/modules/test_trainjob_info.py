@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""pytorchjob_info: arguments, errors, check mode, wait outcomes (fake service)."""
+"""trainjob_info (pytorchjob_info redirects here): arguments, errors, check mode, wait outcomes (fake service)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,17 @@ import threading
 
 import pytest
 
+from ansible_collections.trainfleet.training.plugins.module_utils import jobinfo
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import ApiAccessError
 from ansible_collections.trainfleet.training.plugins.module_utils.waiter import JobWaiter
-from ansible_collections.trainfleet.training.plugins.modules import pytorchjob_info as module
+from ansible_collections.trainfleet.training.plugins.modules import trainjob_info as module
 
 
 @pytest.fixture
 def fake_time(monkeypatch):
     """Make the module's waiter use the fake clock (no real waiting)."""
     def install(clock):
-        monkeypatch.setattr(module, "JobWaiter",
+        monkeypatch.setattr(jobinfo, "JobWaiter",
                             functools.partial(JobWaiter, clock=clock, sleep=clock.sleep))
     return install
 
@@ -305,7 +306,7 @@ def watching_service(fake_service):
 
         def list_pods(self, namespace, job_name=None):
             pods = super(WatchingService, self).list_pods(namespace, job_name)
-            if self.pod_watch_error is not None and threading.current_thread().name.startswith("pytorchjob-pod-watch"):
+            if self.pod_watch_error is not None and threading.current_thread().name.startswith("trainjob-pod-watch"):
                 self.gate.set()
             return pods
 
@@ -320,7 +321,7 @@ def watching_service(fake_service):
 
 
 def _pod_watch_threads():
-    return [t for t in threading.enumerate() if t.name.startswith("pytorchjob-pod-watch") and t.is_alive()]
+    return [t for t in threading.enumerate() if t.name.startswith("trainjob-pod-watch") and t.is_alive()]
 
 
 def _backoff_events():

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""pytorchjob_logs: rank-0 detection, bounded streaming, files, check mode, errors."""
+"""trainjob_logs (pytorchjob_logs redirects here): rank-0 detection, bounded streaming, files, check mode, errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from ansible_collections.trainfleet.training.plugins.modules import pytorchjob_logs as module
+from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import PYTORCHJOB
+from ansible_collections.trainfleet.training.plugins.modules import trainjob_logs as module
 
 
 @pytest.fixture
@@ -161,7 +162,7 @@ def test_dest_written_then_unchanged(run_module, elastic, tmp_path):
     assert dest.read_text() == result["log"]
     failed, again = run_module(module, {"name": "mnist", "dest": str(dest)}, elastic())
     assert not failed and again["changed"] is False
-    assert [p for p in os.listdir(str(tmp_path)) if p.startswith(".pytorchjob_logs.")] == []
+    assert [p for p in os.listdir(str(tmp_path)) if p.startswith(".trainjob_logs.")] == []
 
 
 def test_dest_check_mode_writes_nothing_but_says_it_would(run_module, elastic, tmp_path):
@@ -268,10 +269,10 @@ def test_dest_is_a_directory(run_module, fake_service, tmp_path):
 
 def test_container_defaults(load):
     pod = load("pods", "running_master")
-    assert module._container_for(pod, None) == "pytorch"  # pylint: disable=protected-access
-    assert module._container_for(pod, "sidecar") == "sidecar"  # pylint: disable=protected-access
+    assert PYTORCHJOB.container_for(pod, None) == "pytorch"
+    assert PYTORCHJOB.container_for(pod, "sidecar") == "sidecar"
     pod["spec"]["containers"] = [{"name": "trainer"}, {"name": "sidecar"}]
-    assert module._container_for(pod, None) == "trainer"  # pylint: disable=protected-access
+    assert PYTORCHJOB.container_for(pod, None) == "trainer"
 
 
 # --------------------------------------------------------------------------- match mode

@@ -1,0 +1,193 @@
+# -*- coding: utf-8 -*-
+# Copyright: trainfleet developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What trainjob_info does for one job or a namespace: summary, wait, forensics.
+
+The module parses its options and calls one_job or all_jobs with a TrainJobService.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.trainfleet.training.plugins.module_utils import forensics
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import JobNotFoundError, PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import (
+    PHASE_FAILED,
+    is_terminal_phase,
+    job_conditions,
+    job_phase,
+    job_times,
+    kind_of,
+    replica_statuses,
+)
+from ansible_collections.trainfleet.training.plugins.module_utils.jobstatus import (
+    merge_restart_reasons,
+    pod_summary,
+    restart_reasons,
+    restarts_by_replica,
+    sort_pod_summaries,
+)
+from ansible_collections.trainfleet.training.plugins.module_utils.progress import ProgressReporter
+from ansible_collections.trainfleet.training.plugins.module_utils.timeline import job_timeline, read_rank0_times
+from ansible_collections.trainfleet.training.plugins.module_utils.waiter import (
+    OUTCOME_FAILED,
+    OUTCOME_POD_PROBLEM,
+    OUTCOME_TIMEOUT,
+    JobWaiter,
+    ProgressLog,
+    Rank0Tail,
+    pods_text,
+    round_progress,
+)
+
+
+def job_summary(job, pods=None, now=None, kind=None):
+    """Everything trainjob_info returns for one job (pods: raw pod dicts; kind: from the job when None)."""
+    kind = kind or kind_of(job)
+    meta = job.get("metadata") or {}
+    name = meta.get("name")
+    phase = job_phase(job)
+    own = [p for p in (pods or []) if kind.pod_belongs(p, name)]
+    summaries = sort_pod_summaries([pod_summary(p, kind) for p in own])
+    result = {
+        "name": name,
+        "namespace": meta.get("namespace"),
+        "kind": kind.label,
+        "uid": meta.get("uid"),
+        "creation_timestamp": meta.get("creationTimestamp"),
+        "labels": meta.get("labels") or {},
+        "phase": phase,
+        "kind_phase": kind.kind_phase(job),
+        "terminal": is_terminal_phase(phase),
+        "conditions": job_conditions(job),
+        "replica_statuses": replica_statuses(job),
+        "restarts": sum(s["restarts"] for s in summaries),
+        "restarts_by_replica": restarts_by_replica(job, summaries),
+        "restart_reasons": restart_reasons(own),
+        "pods": summaries,
+        "failure": forensics.live_failure(job, summaries),
+    }
+    result.update(job_times(job, now=now))
+    return result
+
+
+def _wait(module, service, kind, result):
+    """Wait on the job with a pod watch beside it; (WaitResult, snapshots, restarts, pod watch)."""
+    params = module.params
+    namespace, name = params["namespace"], params["name"]
+    waiter = JobWaiter(service, namespace, name, wanted=params["wait_for"], timeout=params["wait_timeout"],
+                       check_interval=params["wait_check_interval"], fatal_reasons=params["wait_fail_reasons"],
+                       on_transition=ProgressLog(module, namespace, name, params["progress_file"], kind.label),
+                       on_round=round_progress(ProgressReporter(min_interval=5.0), namespace, name, kind.label,
+                                               tail=Rank0Tail(service, namespace, kind)),
+                       kind=kind)
+    # The operators delete the pods of a job that exceeds its backoffLimit before they mark the
+    # job Failed: record a failing container while it still exists.
+    recorder = forensics.FailureRecorder(service, namespace, name, params["log_lines"], kind=kind)
+    pod_watch = forensics.PodFailureWatch(service, namespace, name, recorder, timeout=params["wait_timeout"]).start()
+    try:
+        wait_result = waiter.wait()
+    finally:
+        pod_watch.stop()
+    result.update(transitions=wait_result.transitions, waited_seconds=wait_result.elapsed)
+    return wait_result, recorder.snapshots(), recorder.restart_reasons(), pod_watch
+
+
+def _raise_for_outcome(service, params, kind, summary, wait_result, result):
+    namespace, name = params["namespace"], params["name"]
+    if wait_result.outcome == OUTCOME_FAILED:
+        raise PyTorchJobError(forensics.failure_message(summary), **result)
+    if wait_result.outcome == OUTCOME_POD_PROBLEM:
+        problem = wait_result.problem_pods[0]
+        current = dict((p["name"], p) for p in summary["pods"]).get(problem["name"], problem)
+        container = None
+        for entry in current["containers"]:
+            if entry["state"] == "waiting" and entry["reason"] in params["wait_fail_reasons"]:
+                container = entry
+                break
+        failure = forensics.diagnose(service, params, summary, pod=current, container=container)
+        raise PyTorchJobError(
+            "%s %s/%s cannot start: pod %s container %s is %s: %s" % (
+                kind.label, namespace, name, failure["pod"], failure["container"], failure["container_reason"],
+                failure.get("message") or "-"), **result)
+    if wait_result.outcome == OUTCOME_TIMEOUT:
+        events = []
+        try:
+            events = forensics.recent_events(
+                service.list_events(namespace, [name] + [p["name"] for p in summary["pods"]]), params["event_limit"])
+        except PyTorchJobError:
+            pass
+        result["events"] = events
+        raise PyTorchJobError(
+            "Timed out after %ss waiting for %s %s/%s to reach %s: phase is %s; pods: %s" % (
+                params["wait_timeout"], kind.label, namespace, name, params["wait_for"], summary["phase"],
+                pods_text(summary["pods"])), **result)
+
+
+def one_job(module, service, kind):
+    """The job named by the name option: summary, optionally waited for; raises PyTorchJobError
+    (with the result as details) when the wait ends on a failure or the timeout."""
+    params = module.params
+    namespace, name = params["namespace"], params["name"]
+    result = {"changed": False}
+    try:
+        job = service.get_job(namespace, name)
+    except JobNotFoundError:
+        if params["allow_missing"] and not params["wait"]:
+            result.update(exists=False, job=None, jobs=[])
+            return result
+        raise
+
+    wait_result, snapshots, recorded_restarts, pod_watch = None, [], [], None
+    if params["wait"]:
+        wait_result, snapshots, recorded_restarts, pod_watch = _wait(module, service, kind, result)
+        job = wait_result.job
+
+    pods = service.list_pods(namespace, name)
+    summary = job_summary(job, pods, kind=kind)
+    # runs of pods that were deleted or replaced while waiting are only known from the pod watch
+    summary["restart_reasons"] = merge_restart_reasons(summary["restart_reasons"], recorded_restarts)
+    result.update(exists=True, job=summary, jobs=[summary])
+
+    if params["timeline"]:
+        summary["timeline"] = timeline(service, namespace, job, [p for p in pods if kind.pod_belongs(p, name)], kind)
+    if summary["phase"] == PHASE_FAILED:
+        failure = forensics.diagnose(service, params, summary, job=job, snapshots=snapshots)
+        if pod_watch is not None and pod_watch.error and failure["source"] != forensics.FAILURE_SOURCE_LIVE:
+            module.warn("Could not watch the pods of %s %s/%s while waiting: %s"
+                        % (kind.label, namespace, name, pod_watch.error))
+    if wait_result is not None:
+        _raise_for_outcome(service, params, kind, summary, wait_result, result)
+    return result
+
+
+def timeline(service, namespace, job, pods, kind):
+    """job.timeline: the start-up timeline from the job, its pods, their events and rank 0's log head.
+    What cannot be read (events, logs) leaves its steps null and is said in timeline.errors."""
+    name = (job.get("metadata") or {}).get("name")
+    errors = []
+    try:
+        events = service.list_events(namespace, [name] + [(p.get("metadata") or {}).get("name") for p in pods])
+    except PyTorchJobError as exc:
+        events = []
+        errors.append(exc.msg)
+    try:
+        rank0, rendezvous, first_epoch, log_errors = read_rank0_times(service, namespace, pods, kind)
+    except PyTorchJobError as exc:
+        rank0 = rendezvous = first_epoch = None
+        log_errors = [exc.msg]
+    result = job_timeline(job, pods, events, rank0, rendezvous, first_epoch)
+    result["errors"] = errors + log_errors
+    return result
+
+
+def all_jobs(module, service, kind):
+    """Every job of the kind in the namespace (label_selector applies)."""
+    params = module.params
+    jobs = service.list_jobs(params["namespace"], params["label_selector"])
+    pods = service.list_pods(params["namespace"]) if jobs else []
+    by_job = {}
+    for pod in pods:
+        by_job.setdefault(kind.pod_job_name(pod), []).append(pod)
+    summaries = [job_summary(job, by_job.get((job.get("metadata") or {}).get("name"), []), kind=kind)
+                 for job in jobs]
+    return {"changed": False, "jobs": summaries}
