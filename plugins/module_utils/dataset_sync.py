@@ -65,7 +65,10 @@ def scan_source(source, max_files=10000):
     link could publish a file from anywhere on this machine), as are names S3 keys should not carry.
     """
     entries = []
+    if isinstance(source, str):
+        source = os.path.expanduser(source)
     if isinstance(source, (list, tuple)):
+        source = [os.path.expanduser(item) if isinstance(item, str) else item for item in source]
         if not source:
             raise SyncError("the list of files is empty")
         seen = {}

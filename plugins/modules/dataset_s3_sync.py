@@ -25,10 +25,10 @@ description:
   - With O(delete), objects under the prefix that carry this dataset's name and are no longer in
     the source are deleted; nothing else ever is.
   - Check mode plans everything (listing, HEAD requests) and uploads nothing.
-  - O(mode=scan) only reads the local files (no AWS call) and fails when they cannot be staged:
-    a missing directory, a symbolic link, a name with a control character, too many files.
-  - Why not C(community.aws.s3_sync): no check mode, an ETag comparison that never matches for
-    SSE-KMS objects, and a delete that removes objects it did not upload.
+  - O(mode=scan) only reads the local files (no AWS call) and fails when they cannot be staged, for
+    a missing directory, a symbolic link, a name with a control character or too many files.
+  - Why not C(community.aws.s3_sync)? It has no check mode, its ETag comparison never matches for
+    SSE-KMS objects, and its delete removes objects it did not upload.
 author:
   - trainfleet developers (!UNKNOWN)
 options:
@@ -136,7 +136,6 @@ bucket_exists:
   type: bool
 """
 
-import os
 import time
 
 try:
@@ -228,11 +227,8 @@ def sync(module, client, entries):
 
 def execute_module(module):
     params = module.params
-    source = params["source"]
-    if isinstance(source, str):
-        source = os.path.expanduser(source)
     try:
-        entries = ds.scan_source(source, max_files=params["max_files"])
+        entries = ds.scan_source(params["source"], max_files=params["max_files"])
     except (ds.SyncError, OSError) as e:
         module.fail_json(msg=str(e))
     if params["mode"] == "scan":
