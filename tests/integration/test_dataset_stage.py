@@ -289,3 +289,38 @@ def test_claim_copy_already_done_changes_nothing_and_a_failed_one_says_why(stage
         assert "did not succeed (Failed: BackoffLimitExceeded)" in failed["out"], failed["out"][-3000:]
         assert "dataset_claim_rerun=true runs the copy again" in failed["out"]
         assert not [r for r in api.store.requests if r[0] in ("POST", "PUT", "PATCH", "DELETE")]
+
+
+def test_the_copy_script_pulls_the_prefix_and_the_trainer_reads_the_copy(stage, first):
+    """files/claim_copy.py as the copy Job runs it (python3 -I, the manifest the role renders), with a
+    local directory standing in for the claim: real downloads from the staged prefix, checked, then
+    the trainer's dir: dataset on the copy; a second copy downloads nothing."""
+    assert first["rc"] == 0
+    from hashlib import sha256  # pylint: disable=import-outside-toplevel
+    manifest = [{"path": p.name, "size": p.stat().st_size, "sha256": sha256(p.read_bytes()).hexdigest()}
+                for p in sorted(stage.source.iterdir())]
+    (stage.base / "manifest.json").write_text(json.dumps(manifest))
+    claim = stage.base / "claim"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_REGION="us-east-1",
+               AWS_ENDPOINT_URL=stage.endpoint, DATASET_NAME="breast-cancer", DATASET_BUCKET=BUCKET,
+               DATASET_PREFIX=PREFIX, DATASET_TARGET=str(claim / "datasets" / "breast-cancer"),
+               DATASET_MANIFEST=str(stage.base / "manifest.json"))
+    script = [sys.executable, "-I", str(ROOT / "roles" / "dataset" / "files" / "claim_copy.py")]
+    copy = subprocess.run(script, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert copy.returncode == 0, copy.stdout + copy.stderr
+    assert "3 files, 3 copied (326626 bytes), 0 unchanged, 0 removed" in copy.stdout, copy.stdout
+    target = claim / "datasets" / "breast-cancer"
+    for item in manifest:
+        assert (target / item["path"]).read_bytes() == (stage.source / item["path"]).read_bytes()
+    again = subprocess.run(script, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert again.returncode == 0 and "0 copied (0 bytes), 3 unchanged" in again.stdout, again.stdout
+    train_env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    train_env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", MPLBACKEND="Agg")
+    proc = subprocess.run([sys.executable, "-m", "trainer.train", "--dataset", "dir:%s" % target, "--epochs", "3",
+                           "--output-dir", str(stage.base / "train-claim-out")],
+                          cwd=str(ROOT), env=train_env, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(proc.stdout.split("trainfleet-result: ", 1)[1].splitlines()[0])
+    print("\nbreast_cancer from the copy (dir:%s): accuracy %.3f after 3 epochs" % (target, result["final_accuracy"]))
+    assert result["final_accuracy"] >= 0.85
