@@ -8,7 +8,9 @@ recursively, in sorted order, concatenated):
 * ``*.csv``: comma-separated numbers, one sample per row, the LAST column is the integer label.
   Lines starting with ``#`` are comments; a first row that is not numeric is a header and skipped.
 
-All files must have the same number of features.
+All files must have the same number of features. ``python -m trainer.datasets export NAME DIR`` writes
+scikit-learn's bundled wine, breast_cancer, iris or digits in this format; the dataset step
+(roles/dataset) stages such a directory under an S3 prefix and onto the shared claim.
 """
 
 import json

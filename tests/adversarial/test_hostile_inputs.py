@@ -44,6 +44,10 @@ def case(step, inventory, variable, value, extra=None, quote=None, check=False, 
 
 
 TRAIN = {"pytorchjob_image": IMAGE}
+# A real dataset directory (tests/adversarial/dataset) and the claim copy switched on.
+DATASET_DIR = str(ROOT / "tests" / "adversarial" / "dataset")
+DATASET = {"dataset_source": DATASET_DIR}
+DATASET_CLAIM = dict(DATASET, dataset_targets=["s3", "claim"], dataset_image=IMAGE)
 CASES = [
     # iam
     case("iam", "aws", "iam_path", "/"),
@@ -149,6 +153,33 @@ CASES = [
     case("train", "aws", "pytorchjob_container_security_context", {"capabilities": {"add": ["SYS_ADMIN"]}}, extra=TRAIN),
     case("train", "aws", "pytorchjob_container_security_context", {"runAsUser": 0}, extra=TRAIN),
     case("train", "aws", "pytorchjob_extra_volumes", [{"name": "host", "hostPath": {"path": "/"}}], extra=TRAIN),
+    # dataset (a real source directory; every case refused before S3 or the cluster is asked)
+    case("dataset", "aws", "dataset_source", "/nonexistent/trainfleet-dataset"),
+    case("dataset", "aws", "dataset_source", DATASET_DIR + "/../dataset"),
+    case("dataset", "aws", "dataset_source", DATASET_DIR + NL),
+    case("dataset", "aws", "dataset_source", "/tmp/{% raw %}{{ lookup('pipe', 'id') }}{% endraw %}",
+         quote=json.dumps("/tmp/{{ lookup('pipe', 'id') }}")),
+    case("dataset", "aws", "dataset_source", ["/etc/passwd"], quote='"/etc/passwd"'),
+    case("dataset", "aws", "dataset_name", "Breast Cancer", extra=DATASET),
+    case("dataset", "aws", "dataset_name", "bc" + NL + "x", extra=DATASET),
+    case("dataset", "aws", "dataset_s3_prefix", "training/datasets/../../other/", extra=DATASET),
+    case("dataset", "aws", "dataset_s3_prefix", "other/datasets/bc/", extra=DATASET),
+    case("dataset", "aws", "dataset_s3_prefix", "training/", extra=DATASET),
+    case("dataset", "aws", "dataset_s3_prefix", "training/checkpoints/bc/", extra=DATASET),
+    case("dataset", "aws", "dataset_s3_prefix", "training/bc" + NL + "/", extra=DATASET),
+    case("dataset", "aws", "dataset_s3_bucket", "someone-elses-bucket", extra=DATASET),
+    case("dataset", "aws", "dataset_targets", ["claim"], extra=DATASET),
+    case("dataset", "aws", "dataset_targets", ["s3", "everywhere"], extra=DATASET, quote="everywhere"),
+    case("dataset", "aws", "dataset_max_files", BIG, extra=DATASET),
+    case("dataset", "aws", "dataset_namespace", "kube-system", extra=DATASET_CLAIM),
+    case("dataset", "aws", "dataset_namespace", INJECT, extra=DATASET_CLAIM),
+    case("dataset", "aws", "dataset_claim_mount_path", "/data/../etc", extra=DATASET_CLAIM),
+    case("dataset", "aws", "dataset_claim_dir", "../../etc", extra=DATASET_CLAIM),
+    case("dataset", "aws", "dataset_image", IMAGE + NL, extra=DATASET_CLAIM),
+    case("dataset", "aws", "dataset_aws_endpoint_url", "http://x" + NL, extra=DATASET_CLAIM),
+    case("dataset", "aws", "dataset_run_as_user", 0, extra=DATASET_CLAIM),
+    case("dataset", "aws", "dataset_claim_timeout", BIG, extra=DATASET_CLAIM),
+    case("dataset", "aws", "dataset_manifest_dest", "MANIFEST_ESCAPE", extra=DATASET_CLAIM),
     # teardown
     case("teardown", "aws", "teardown_tags", {}),
     case("teardown", "aws", "teardown_iam_path", "/"),

@@ -154,7 +154,7 @@ def test_bad_platform_input_is_refused(tmp_path, inventory, variable, value):
     assert variable in output or variable.replace("platform_existing_", "") in output, output[-2000:]
 
 
-NEUTRAL = ["iam", "s3", "device_plugins", "training_operator", "storage", "trainer_image", "pytorchjob", "teardown"]
+NEUTRAL = ["iam", "s3", "device_plugins", "training_operator", "storage", "trainer_image", "dataset", "pytorchjob", "teardown"]
 
 
 @pytest.mark.parametrize("role", NEUTRAL)
