@@ -6,7 +6,7 @@ kubeconfig carries a fake bearer token, the train step gets AWS keys for its cre
 and a secret-looking variable through secretKeyRef, and the ECR token the endpoint hands out is
 known. Every AWS step and the train step run at -vvv against the private endpoint: iam, s3 and
 registry for real (they create on the endpoint), then registry again (its facts), cluster, nodegroups, device_plugins,
-training_operator, storage, trainer_image and train in check mode (no cluster exists), then
+training_operator, storage, trainer_image, train and tensorboard in check mode (no cluster exists), then
 teardown in check mode (it needs eksctl, which is not installed here). None of the secret values
 may appear in any output.
 
@@ -37,6 +37,8 @@ TRAIN_VARS = {
     "pytorchjob_aws_secret_access_key": POD_SECRET_KEY,
     "pytorchjob_env": [{"name": "WANDB_API_KEY",
                         "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}}],
+    "tensorboard_enabled": True,
+    "tensorboard_image": "registry.example/trainfleet/trainer:tensorboard-adversarial",
 }
 
 
@@ -60,7 +62,7 @@ def verbose_runs(world, base_image):
     no_cluster = {"trainfleet_kubeconfig": str(world.base / "no-such-kubeconfig")}
     runs["check"] = world.run("site.yml", "aws", dict(TRAIN_VARS, trainer_image_base_image=base_image, **no_cluster),
                               args=["-vvv", "--check", "--tags",
-                                    "registry,cluster,nodegroups,device_plugins,training_operator,storage,trainer_image,train"],
+                                    "registry,cluster,nodegroups,device_plugins,training_operator,storage,trainer_image,train,tensorboard"],
                               timeout=600, name="vvv-check")
     runs["teardown"] = world.run("playbooks/teardown.yml", "aws", no_cluster, args=["-vvv", "--check"], timeout=600,
                                  name="vvv-teardown")
