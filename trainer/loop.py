@@ -29,6 +29,7 @@ from trainer.metrics import (METRICS_NAME, MODEL_NAME, PLOT_NAME, epoch_line, in
 from trainer.model import build_model, model_spec
 from trainer.snapshot import load_latest, load_snapshot, make_snapshot, save_snapshot, to_bytes
 from trainer.storage import RetryPolicy, StorageError, is_s3_uri, open_storage
+from trainer.tbevents import EventLog
 
 
 class Logger:  # pylint: disable=too-few-public-methods
@@ -118,6 +119,9 @@ def restore(cfg, ctx, model, optimizer, log):
     model.load_state_dict(snapshot["model"])
     optimizer.load_state_dict(snapshot["optimizer"])
     history = [m for m in snapshot["metrics"] if m["epoch"] <= snapshot["epoch"]]
+    now = time.time()
+    for record in history:  # snapshots of trainers before the event files carry no wall time
+        record.setdefault("wall_time", now)
     log(resume_line(snapshot["epoch"], store.join(name), ctx.restart_count))
     return snapshot["epoch"] + 1, history
 
@@ -156,6 +160,22 @@ def pad_epoch(min_epoch_s, seconds, sleep=time.sleep):
     if pause > 0:
         sleep(pause)
     return pause
+
+
+def write_events(events, history, when, log, start=False):
+    """Rank 0: store the TensorBoard event file (trainer.tbevents); returns False after a failure, which is
+    only a warning: the next write carries everything."""
+    try:
+        if start:
+            uri = events.start(history)
+            if uri:
+                log(info_line(f"tensorboard events rebuilt {when} (epochs 1..{history[-1]['epoch']}): {uri}"))
+        else:
+            events.write(history)
+    except (StorageError, OSError) as exc:
+        log(warning_line(f"writing the tensorboard event file {when} failed, training goes on: {exc}"))
+        return False
+    return True
 
 
 def write_outputs(cfg, ctx, model, spec, history, started, resumed_from, out):
@@ -214,6 +234,8 @@ def run(cfg, ctx):
     loss_fn = nn.CrossEntropyLoss()
     snapshots = open_store(cfg, cfg.snapshot_dir, log) if cfg.snapshot_dir and ctx.is_rank0 else None
     outputs = open_store(cfg, cfg.output_dir, log) if ctx.is_rank0 else None
+    events = EventLog(outputs) if ctx.is_rank0 else None
+    events_owed = bool(events) and not write_events(events, history, "from the restored history", log, start=True)
     snapshot_owed = False  # the last snapshot failed: the next epoch snapshots whatever --snapshot-every says
 
     for epoch in range(start_epoch, cfg.epochs + 1):
@@ -223,7 +245,8 @@ def run(cfg, ctx):
             raise FloatingPointError(f"training loss is {loss} at epoch {epoch}; lower --lr")
         history.append({"epoch": epoch, "loss": loss, "test_loss": test_loss, "test_acc": test_acc,
                         "samples_per_s": samples / seconds if seconds > 0 else 0.0, "epoch_time_s": seconds,
-                        "samples": samples, "world_size": ctx.world_size, "lr": cfg.lr})
+                        "samples": samples, "world_size": ctx.world_size, "lr": optimizer.param_groups[0]["lr"],
+                        "wall_time": time.time()})
         stopping = cfg.stop_after_epoch == epoch
         if ctx.is_rank0:
             log(epoch_line(history[-1]))
@@ -231,6 +254,7 @@ def run(cfg, ctx):
                 outputs.write_bytes(METRICS_NAME, metrics_jsonl(history))
             except (StorageError, OSError) as exc:
                 log(warning_line(f"writing {METRICS_NAME} after epoch {epoch} failed, training goes on: {exc}"))
+            events_owed = not write_events(events, history, f"after epoch {epoch}", log)
             if snapshots and (snapshot_owed or epoch % cfg.snapshot_every == 0 or epoch == cfg.epochs or stopping):
                 try:
                     uri = save_snapshot(snapshots, make_snapshot(epoch, model, optimizer, history, spec, ctx.world_size),
@@ -249,6 +273,8 @@ def run(cfg, ctx):
     if not history:
         raise RuntimeError("no epoch was trained and no snapshot holds metrics")
     error = None
+    if events_owed:
+        write_events(events, history, "with the final outputs", log)
     if ctx.is_rank0:
         try:
             log(result_line(write_outputs(cfg, ctx, model, spec, history, started, resumed_from, outputs)))

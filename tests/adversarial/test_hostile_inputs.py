@@ -48,6 +48,7 @@ TRAIN = {"pytorchjob_image": IMAGE}
 DATASET_DIR = str(ROOT / "tests" / "adversarial" / "dataset")
 DATASET = {"dataset_source": DATASET_DIR}
 DATASET_CLAIM = dict(DATASET, dataset_targets=["s3", "claim"], dataset_image=IMAGE)
+TENSORBOARD = {"tensorboard_image": IMAGE}
 CASES = [
     # iam
     case("iam", "aws", "iam_path", "/"),
@@ -180,6 +181,34 @@ CASES = [
     case("dataset", "aws", "dataset_run_as_user", 0, extra=DATASET_CLAIM),
     case("dataset", "aws", "dataset_claim_timeout", BIG, extra=DATASET_CLAIM),
     case("dataset", "aws", "dataset_manifest_dest", "MANIFEST_ESCAPE", extra=DATASET_CLAIM),
+    # tensorboard (issue 13): nothing reachable from outside the cluster without CIDRs, nothing injected
+    case("tensorboard", "aws", "tensorboard_namespace", INJECT, extra=TENSORBOARD),
+    case("tensorboard", "aws", "tensorboard_namespace", "kube-system", extra=TENSORBOARD),
+    case("tensorboard", "aws", "tensorboard_name", "tb" + NL, extra=TENSORBOARD),
+    case("tensorboard", "aws", "tensorboard_logdir", "s3://bucket-1/runs" + NL + "--bind_all", extra=TENSORBOARD),
+    case("tensorboard", "aws", "tensorboard_logdir", "/etc", extra=dict(TENSORBOARD, tensorboard_pvc_claim_name="data")),
+    case("tensorboard", "aws", "tensorboard_run", "../../secrets", extra=TENSORBOARD),
+    case("tensorboard", "aws", "tensorboard_s3_prefix", "training/../", extra=TENSORBOARD),
+    case("tensorboard", "aws", "tensorboard_s3_endpoint_url", "http://x" + NL, extra=TENSORBOARD),
+    case("tensorboard", "aws", "tensorboard_image", IMAGE + NL),
+    case("tensorboard", "aws", "tensorboard_version", "2.21.0; rm -rf /", extra=TENSORBOARD),
+    case("tensorboard", "aws", "tensorboard_extra_args", ["--bind_all"], extra=TENSORBOARD, quote='"--bind_all"'),
+    case("tensorboard", "aws", "tensorboard_extra_args", ["--host=0.0.0.0"], extra=TENSORBOARD, quote='"--host=0.0.0.0"'),
+    case("tensorboard", "aws", "tensorboard_run_as_user", 0, extra=TENSORBOARD),
+    case("tensorboard", "aws", "tensorboard_memory_limit", "lots", extra=TENSORBOARD),
+    case("tensorboard", "aws", "tensorboard_wait_timeout", BIG, extra=TENSORBOARD),
+    case("tensorboard", "aws", "tensorboard_load_balancer_source_ranges", [],
+         extra=dict(TENSORBOARD, tensorboard_internal_load_balancer=True)),
+    case("tensorboard", "aws", "tensorboard_load_balancer_source_ranges", ["0.0.0.0/0"],
+         extra=dict(TENSORBOARD, tensorboard_internal_load_balancer=True), quote='"0.0.0.0/0"'),
+    case("tensorboard", "aws", "tensorboard_load_balancer_source_ranges", ["10.0.0.0/8" + NL + "x"],
+         extra=dict(TENSORBOARD, tensorboard_internal_load_balancer=True), quote=json.dumps("10.0.0.0/8" + NL + "x")),
+    case("tensorboard", "aws", "tensorboard_load_balancer_annotations", {},
+         extra=dict(TENSORBOARD, tensorboard_internal_load_balancer=True, tensorboard_load_balancer_source_ranges=["10.0.0.0/8"])),
+    case("tensorboard", "aws", "tensorboard_manifest_dest", "MANIFEST_ESCAPE", extra=TENSORBOARD),
+    case("tensorboard", "local", "tensorboard_namespace", INJECT, extra=TENSORBOARD, check=True),
+    case("tensorboard", "local", "tensorboard_load_balancer_source_ranges", [],
+         extra=dict(TENSORBOARD, tensorboard_internal_load_balancer=True), check=True),
     # teardown
     case("teardown", "aws", "teardown_tags", {}),
     case("teardown", "aws", "teardown_iam_path", "/"),

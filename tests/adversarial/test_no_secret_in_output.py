@@ -6,7 +6,7 @@ kubeconfig carries a fake bearer token, the train step gets AWS keys for its cre
 and a secret-looking variable through secretKeyRef, and the ECR token the endpoint hands out is
 known. Every AWS step and the train step run at -vvv against the private endpoint: iam, s3 and
 registry for real (they create on the endpoint), then registry again (its facts), cluster, nodegroups, device_plugins,
-training_operator, storage, trainer_image, dataset and train in check mode (no cluster exists), then
+training_operator, storage, trainer_image, dataset, train and tensorboard in check mode (no cluster exists), then
 teardown in check mode (it needs eksctl, which is not installed here). None of the secret values
 may appear in any output.
 
@@ -41,6 +41,8 @@ TRAIN_VARS = {
     # Secret gets the same keys as the train step's).
     "dataset_source": str(ROOT / "tests" / "adversarial" / "dataset"),
     "dataset_targets": ["s3", "claim"],
+    "tensorboard_enabled": True,
+    "tensorboard_image": "registry.example/trainfleet/trainer:tensorboard-adversarial",
 }
 
 
@@ -65,6 +67,7 @@ def verbose_runs(world, base_image):
     runs["check"] = world.run("site.yml", "aws", dict(TRAIN_VARS, trainer_image_base_image=base_image, **no_cluster),
                               args=["-vvv", "--check", "--tags",
                                     "registry,cluster,nodegroups,device_plugins,training_operator,storage,trainer_image,dataset,train"],
+                                    "registry,cluster,nodegroups,device_plugins,training_operator,storage,trainer_image,train,tensorboard"],
                               timeout=600, name="vvv-check")
     runs["teardown"] = world.run("playbooks/teardown.yml", "aws", no_cluster, args=["-vvv", "--check"], timeout=600,
                                  name="vvv-teardown")

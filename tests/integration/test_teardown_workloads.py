@@ -7,8 +7,8 @@ The teardown role with only that part on (cluster, account, proof and local stac
 - an API that refuses our credentials: refused before anything is deleted;
 - an in-memory API (tests/integration/fake_kube_api.py) holding what the storage, pytorchjob and
   training_operator steps create, next to what they did not: --check deletes nothing; the run
-  deletes exactly ours (jobs, claims and the CSI volume behind them, the static volume, the
-  StorageClass, our namespace) and keeps, and lists, everything else (a pre-existing namespace
+  deletes exactly ours (jobs, the tensorboard step's Deployments and Services, claims and the CSI
+  volume behind them, the static volume, the StorageClass, our namespace) and keeps, and lists, everything else (a pre-existing namespace
   with its contents, someone's job, claim and StorageClass, and the training operator, whose CRDs
   would take someone's job with them); a second run changes nothing; once that job is gone the
   operator and its namespace go too.
@@ -141,6 +141,15 @@ def seed(store):
         "persistentVolumeReclaimPolicy": "Delete", "csi": {"driver": "ebs.csi.aws.com"},
         "claimRef": {"namespace": "shared", "name": "their-data"}})
     store.add("ConfigMap", "their-config", "shared")
+    # the tensorboard step's objects (an internal load balancer among them), and someone's
+    store.add("Deployment", "trainfleet-tensorboard", "trainfleet", labels=dict(OURS, **{"app.kubernetes.io/component": "tensorboard"}))
+    store.add("Service", "trainfleet-tensorboard", "trainfleet", labels=dict(OURS, **{"app.kubernetes.io/component": "tensorboard"}))
+    store.add("Service", "trainfleet-tensorboard-internal", "trainfleet", labels=dict(OURS, **{"app.kubernetes.io/component": "tensorboard"}),
+              spec={"type": "LoadBalancer", "loadBalancerSourceRanges": ["10.42.0.0/16"]})
+    store.add("Deployment", "tb-shared", "shared", labels=dict(OURS, **{"app.kubernetes.io/component": "tensorboard"}))
+    store.add("Service", "tb-shared", "shared", labels=dict(OURS, **{"app.kubernetes.io/component": "tensorboard"}))
+    store.add("Deployment", "their-app", "shared")
+    store.add("Service", "their-app", "shared")
     store.add("Deployment", "training-operator", "kubeflow", labels=dict(OPERATOR, **{"control-plane": "kubeflow-training-operator"}),
               metadata={"annotations": {"trainfleet.io/manifests-sha256": "0123abcd"}})
     store.add("Pod", "training-operator-5d9f", "kubeflow", metadata={"ownerReferences": [{"kind": "ReplicaSet", "name": "x"}]})
@@ -177,6 +186,11 @@ def test_removes_only_what_is_ours(workdir, tmp_path):
         assert sorted(deleted) == sorted([
             "/apis/kubeflow.org/v1/namespaces/trainfleet/pytorchjobs/digits",
             "/apis/kubeflow.org/v1/namespaces/shared/pytorchjobs/ours-in-shared",
+            "/api/v1/namespaces/trainfleet/services/trainfleet-tensorboard",
+            "/api/v1/namespaces/trainfleet/services/trainfleet-tensorboard-internal",
+            "/apis/apps/v1/namespaces/trainfleet/deployments/trainfleet-tensorboard",
+            "/api/v1/namespaces/shared/services/tb-shared",
+            "/apis/apps/v1/namespaces/shared/deployments/tb-shared",
             "/api/v1/namespaces/trainfleet/persistentvolumeclaims/trainfleet-data",
             "/api/v1/namespaces/trainfleet/persistentvolumeclaims/scratch",
             "/api/v1/persistentvolumes/scratch-trainfleet",
@@ -191,6 +205,11 @@ def test_removes_only_what_is_ours(workdir, tmp_path):
         assert api.store.names("PyTorchJob") == ["their-job"]
         assert api.store.names("ConfigMap", "shared") == ["kube-root-ca.crt", "their-config"]
         assert api.store.names("Deployment", "kubeflow") == ["training-operator"]
+        assert api.store.names("Deployment", "shared") == ["their-app"] and api.store.names("Service", "shared") == ["their-app"]
+        # the load balancer's Service goes before the namespace (its cloud load balancer needs the cluster's controller)
+        assert deleted.index("/api/v1/namespaces/trainfleet/services/trainfleet-tensorboard-internal") < \
+            deleted.index("/api/v1/namespaces/trainfleet/persistentvolumeclaims/trainfleet-data")
+        assert re.search(r'workloads \[[^]]*Service trainfleet/trainfleet-tensorboard-internal', first["out"]), first["out"][-3000:]
         assert "kept: not created by trainfleet: " + ", ".join(KEPT) in first["out"]
         assert "kept: Deployment kubeflow/training-operator (jobs that are not ours would go with its CRDs: " \
                "PyTorchJob shared/their-job)" in first["out"]
