@@ -75,8 +75,8 @@ def test_kustomization_image_pod_and_rules(tmp_path, gang):
     assert overlay == "/gomod/mpi-operator@v0.6.0/manifests/overlays/standalone"
     assert kustomization["resources"][1:] == ["trainfleet-rbac.yaml"]
     ops = deployment_ops(kustomization)
-    assert ops["/spec/template/spec/containers/0/image"] == {"op": "replace", "path": "/spec/template/spec/containers/0/image",
-                                                            "value": IMAGE}
+    image = ops["/spec/template/spec/containers/0/image"]
+    assert image["op"] == "replace" and image["value"] == IMAGE
     assert ops["/spec/template/spec/containers/0/imagePullPolicy"]["value"] == "IfNotPresent"
     args = ops["/spec/template/spec/containers/0/args"]["value"]
     assert args[:2] == ["-logtostderr", "--lock-namespace=mpi-operator"]
@@ -256,3 +256,17 @@ def test_check_mode_without_cluster_renders_and_applies_nothing(tools, tmp_path)
     assert rc == 0, out[-4000:]
     assert "check mode: skipped applying the" in out and "mpi_operator_kubeconfig=" in out
     assert not (tmp_path / "cache" / "mpi-operator" / VERSION / "kustomize").exists()
+
+
+def test_verify_mpijob_template():
+    variables = dict(mpi_operator_verify_job="mpi-verify", mpi_operator_verify_namespace="trainfleet-mpi-verify",
+                     mpi_operator_wait_timeout=300, _mpi_operator_verify_image="trainfleet/pytorch-init:1.35.0-r4")
+    job = yaml.safe_load(render("verify-mpijob.yaml.j2", **variables))
+    assert job["apiVersion"] == "kubeflow.org/v2beta1" and job["kind"] == "MPIJob"
+    specs = job["spec"]["mpiReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in specs.items()} == {"Launcher": 1, "Worker": 2}
+    assert {v["restartPolicy"] for v in specs.values()} == {"Never"}
+    launcher = specs["Launcher"]["template"]["spec"]
+    assert "cat /etc/mpi/hostfile" in launcher["containers"][0]["command"][2]
+    assert launcher["securityContext"]["runAsNonRoot"] is True
+    assert all(s["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Never" for s in specs.values())

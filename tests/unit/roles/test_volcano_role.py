@@ -313,3 +313,15 @@ def test_role_renders_the_release_manifest(rendered):
     images = sorted(c["image"] for d in resources if d["kind"] == "Deployment" for c in d["spec"]["template"]["spec"]["containers"])
     assert images == sorted("trainfleet/vc-%s:%s-r1" % (c, VERSION) for c in COMPONENTS)
     assert all(d["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "trainfleet" for d in resources)
+
+
+@pytest.mark.parametrize("job", ["gang-fits", "gang-too-big"])
+def test_verify_job_template(job):
+    variables = dict(_volcano_verify_job=job, _volcano_verify_queue="team-a", volcano_verify_namespace="trainfleet-volcano-verify",
+                     volcano_verify_image="trainfleet/pytorch-init:1.35.0-r4", volcano_verify_too_big_cpu=1000)
+    doc = yaml.safe_load(render("verify-job.yaml.j2", **variables))
+    assert doc["kind"] == "Job" and doc["apiVersion"] == "batch.volcano.sh/v1alpha1"
+    assert doc["spec"]["schedulerName"] == "volcano" and doc["spec"]["queue"] == "team-a"
+    assert doc["spec"]["minAvailable"] == 2 == doc["spec"]["tasks"][0]["replicas"]
+    cpu = doc["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+    assert cpu == ("1000" if job == "gang-too-big" else "10m")
