@@ -136,7 +136,8 @@ def playbook(tmp_path, tasks, variables, *extra):
 def cluster_vars(tmp_path):
     return {"trainfleet_name": "trainfleet",
             "trainfleet_cluster": {"kubeconfig": str(tmp_path / "no-kubeconfig"), "context": "",
-                                   "registry": {"base_image": "trainfleet/debian-base:bookworm"}},
+                                   "registry": {"base_image": "trainfleet/debian-base:bookworm"},
+                                   "operator": {"init_image": "trainfleet/pytorch-init:1.35.0-r4"}},
             "trainfleet_cache_dir": str(tmp_path / "cache")}
 
 

@@ -162,7 +162,8 @@ def playbook(tmp_path, plays, *extra):
 def play(tmp_path, tasks, **variables):
     base = {"trainfleet_name": "trainfleet",
             "trainfleet_cluster": {"kubeconfig": str(tmp_path / "no-kubeconfig"), "context": "",
-                                   "registry": {"base_image": "trainfleet/debian-base:bookworm"}},
+                                   "registry": {"base_image": "trainfleet/debian-base:bookworm"},
+                                   "operator": {"init_image": "trainfleet/pytorch-init:1.35.0-r4"}},
             "trainfleet_cache_dir": str(tmp_path / "cache")}
     base.update(variables)
     return {"name": "volcano test", "hosts": "localhost", "gather_facts": False, "connection": "local",
@@ -325,3 +326,16 @@ def test_verify_job_template(job):
     assert doc["spec"]["minAvailable"] == 2 == doc["spec"]["tasks"][0]["replicas"]
     cpu = doc["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"]
     assert cpu == ("1000" if job == "gang-too-big" else "10m")
+
+
+def test_check_mode_without_cluster_renders_and_applies_nothing(tmp_path):
+    module, binary = module_dir(), kubectl()
+    if not module or not binary:
+        pytest.skip("needs %s@%s in the Go module cache and kubectl (module: %s, kubectl: %s)" % (MODULE, VERSION, module, binary))
+    tasks = [{"ansible.builtin.include_role": {"name": "trainfleet.training.volcano"}}]
+    rc, out = playbook(tmp_path, [play(tmp_path, tasks, volcano_kubectl=binary, volcano_queues=[{"name": "team-a", "weight": 2}])],
+                       "--check")
+    assert rc == 0, out[-4000:]
+    assert "(bare release manifest)" in out and "check mode: skipped applying the 30 rendered resources, the 1 queue(s)" in out
+    assert "BEGIN" not in out
+    assert not (tmp_path / "cache").exists()
