@@ -19,6 +19,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -271,3 +272,14 @@ def test_verify_mpijob_template():
     assert "cat /etc/mpi/hostfile" in launcher["containers"][0]["command"][2]
     assert launcher["securityContext"]["runAsNonRoot"] is True
     assert all(s["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Never" for s in specs.values())
+
+
+def test_no_platform_branch():
+    """The role reads the contract (trainfleet_cluster), never trainfleet_platform (as test_platform_contract's NEUTRAL roles)."""
+    hits = []
+    for base, _dirs, files in os.walk(ROLE):
+        for name in files:
+            with open(os.path.join(base, name), errors="replace") as handle:
+                hits += ["%s:%d" % (name, number) for number, line in enumerate(handle, 1)
+                         if re.search(r"trainfleet_platform|_platform\s*==|platform\s*==\s*'(local|aws|existing)'", line)]
+    assert not hits, hits

@@ -21,6 +21,7 @@ import base64
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -339,3 +340,14 @@ def test_check_mode_without_cluster_renders_and_applies_nothing(tmp_path):
     assert "(bare release manifest)" in out and "check mode: skipped applying the 30 rendered resources, the 1 queue(s)" in out
     assert "BEGIN" not in out
     assert not (tmp_path / "cache").exists()
+
+
+def test_no_platform_branch():
+    """The role reads the contract (trainfleet_cluster), never trainfleet_platform (as test_platform_contract's NEUTRAL roles)."""
+    hits = []
+    for base, _dirs, files in os.walk(ROLE):
+        for name in files:
+            with open(os.path.join(base, name), errors="replace") as handle:
+                hits += ["%s:%d" % (name, number) for number, line in enumerate(handle, 1)
+                         if re.search(r"trainfleet_platform|_platform\s*==|platform\s*==\s*'(local|aws|existing)'", line)]
+    assert not hits, hits
