@@ -66,8 +66,8 @@ def verbose_runs(world, base_image):
     no_cluster = {"trainfleet_kubeconfig": str(world.base / "no-such-kubeconfig")}
     runs["check"] = world.run("site.yml", "aws", dict(TRAIN_VARS, trainer_image_base_image=base_image, **no_cluster),
                               args=["-vvv", "--check", "--tags",
-                                    "registry,cluster,nodegroups,device_plugins,training_operator,storage,trainer_image,dataset,train"],
-                                    "registry,cluster,nodegroups,device_plugins,training_operator,storage,trainer_image,train,tensorboard"],
+                                    "registry,cluster,nodegroups,device_plugins,training_operator,storage,trainer_image,dataset,"
+                                    "train,tensorboard"],
                               timeout=600, name="vvv-check")
     runs["teardown"] = world.run("playbooks/teardown.yml", "aws", no_cluster, args=["-vvv", "--check"], timeout=600,
                                  name="vvv-teardown")
