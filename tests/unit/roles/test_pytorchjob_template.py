@@ -601,9 +601,9 @@ def test_trainer_image_user_is_numeric_and_is_the_pods_user():
     assert "chmod -R a+rX,go-w /opt/trainfleet" in text  # readable by the trainer's user, whatever the context's modes
 
 
-@pytest.mark.parametrize("platform", ["local", "aws"])
-def test_inventory_examples_render(platform):
-    """The inventories' train.yml examples produce valid jobs (with the rest of the inventory's vars)."""
+def inventory_vars(platform):
+    """The variables of inventories/<platform>/group_vars/all, train.yml last (it reads the others),
+    with the trainer image the trainer_image step would publish."""
     group_vars = os.path.join(ROOT, "inventories", platform, "group_vars", "all")
     overrides = {}
     for name in sorted(os.listdir(group_vars)):
@@ -613,6 +613,13 @@ def test_inventory_examples_render(platform):
     with open(os.path.join(group_vars, "train.yml")) as handle:
         overrides.update(yaml.safe_load(handle))
     overrides["trainer_image_ref"] = IMAGE
+    return overrides
+
+
+@pytest.mark.parametrize("platform", ["local", "aws"])
+def test_inventory_examples_render(platform):
+    """The inventories' train.yml examples produce valid jobs (with the rest of the inventory's vars)."""
+    overrides = inventory_vars(platform)
     if platform == "local":
         overrides["trainfleet_cluster"] = contract(
             kind="s3_compatible", bucket="trainfleet-local", endpoint_url="http://127.0.0.1:5050",
@@ -650,15 +657,7 @@ def test_inventory_defaults_survive_a_lost_pod_or_node(platform):
     finds no risk in it. Without an object store the snapshots go to the claim."""
     from ansible_collections.trainfleet.training.plugins.module_utils import resilience as pj  # pylint: disable=import-outside-toplevel
 
-    group_vars = os.path.join(ROOT, "inventories", platform, "group_vars", "all")
-    overrides = {}
-    for name in sorted(os.listdir(group_vars)):
-        if name.endswith(".yml") and name != "train.yml":
-            with open(os.path.join(group_vars, name)) as handle:
-                overrides.update(yaml.safe_load(handle) or {})
-    with open(os.path.join(group_vars, "train.yml")) as handle:
-        overrides.update(yaml.safe_load(handle))
-    overrides["trainer_image_ref"] = IMAGE
+    overrides = inventory_vars(platform)
     job, _text = render(**overrides)
     spec = job["spec"]
     assert list(spec["pytorchReplicaSpecs"]) == ["Worker"]
