@@ -228,6 +228,9 @@ CASES = [
     case("registry", "local", "local_registry_bind_address", "10.0.0.5", check=True),
     case("registry", "local", "local_registry_name", "registry" + NL, check=True),
     case("cluster", "local", "kind_cluster_state", "bogus", check=True),
+    # the shared directory is mounted over that path on every node: never a system directory
+    case("cluster", "local", "kind_cluster_shared_path", "/var/lib/containerd", check=True),
+    case("cluster", "local", "kind_cluster_shared_path", "/var/local/../../etc", check=True),
 ]
 SECRET_VALUES = ("wandb-literal-secret-0123456789", "hf-literal-secret-0123456789")
 

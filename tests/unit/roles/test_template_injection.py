@@ -124,9 +124,12 @@ def test_kind_templates_quote_every_value():
         "kind_cluster_name": EVIL, "kind_cluster_pod_subnet": EVIL, "kind_cluster_service_subnet": EVIL,
         "_kind_cluster_restrict_oom": False, "kind_cluster_container_log_max_size": EVIL,
         "kind_cluster_container_log_max_files": 2, "kind_cluster_node_image": EVIL, "_kind_cluster_dir": EVIL,
-        "kind_cluster_workers": 1, "kind_cluster_cni": "trainfleet"}))
+        "kind_cluster_workers": 1, "kind_cluster_cni": "trainfleet", "kind_cluster_shared_path": EVIL}))
     assert config["name"] == EVIL and config["networking"]["podSubnet"] == EVIL
     assert [n["image"] for n in config["nodes"]] == [EVIL, EVIL]
+    # every node mounts the same shared directory at the same path
+    for node in config["nodes"]:
+        assert node["extraMounts"][1] == {"hostPath": EVIL + "/shared", "containerPath": EVIL}
     pod = docs(render("kind_cluster", "probe-pod.yaml.j2", {
         "item": EVIL, "kind_cluster_verify_namespace": EVIL, "kind_cluster_verify_image": EVIL}))
     assert len(pod) == 1 and pod[0]["metadata"]["namespace"] == EVIL and pod[0]["metadata"]["name"] == "probe-" + EVIL
