@@ -1,20 +1,20 @@
 """Start-up timeline of a training job: the median of each interval, cold and warm.
 
 Each run submits the local inventory's default job (the train step's role, elastic, 2 Workers,
-digits) under a scratch name through benchmarks/startup.yml, waits for it, reads the timeline
-trainjob_info returns (submitted, pods scheduled, images pulled, containers started, rendezvous,
-first epoch, finished) and deletes the job. Modes:
+digits, pre-pull included unless --no-prepull) under a scratch name through
+benchmarks/startup.yml, waits for it, reads the timeline trainjob_info returns (submitted, pods
+scheduled, images pulled, containers started, rendezvous, first epoch, finished) and the
+pre-pull's time, and deletes the job. Modes:
 
-  cold          the trainer image removed from every kind node first; the role pre-pulls it
-                (pytorchjob_prepull, the default) before submitting
-  cold-no-prepull  the same without the pre-pull: the job's own pods pull (the old behaviour)
-  warm          the image already on the nodes
+  warm   the image is already on the nodes (--runs runs; the default)
+  cold   the image is on no node: the first job on a fresh cluster (one run; refused when a
+         node has the image, because containerd keeps the layers of any container that used
+         it, so removing the image's name does not make a node cold again)
 
-It prints, per mode, the median seconds of each step since the step before, apply -> Succeeded,
-the pre-pull and the whole (pre-pull + job). Local stack only (it removes images from the kind
-nodes with crictl). Prints figures, asserts nothing.
+It prints the median seconds of each step since the step before, apply -> Succeeded, the
+pre-pull and the whole (pre-pull + job). Local stack only. Prints figures, asserts nothing.
 
-Usage: .venv/bin/python benchmarks/startup.py [--runs 3] [--modes cold,cold-no-prepull,warm]
+Usage: .venv/bin/python benchmarks/startup.py [--runs 3] [--mode warm|cold] [--no-prepull]
 """
 
 import argparse
@@ -31,7 +31,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common as c  # noqa: E402  pylint: disable=wrong-import-position
 
 STEPS = ("scheduled", "image_pulled", "containers_started", "rendezvous", "first_epoch", "finished")
-MODES = {"cold": (True, True), "cold-no-prepull": (True, False), "warm": (False, True)}
 
 
 def kind_nodes(cluster):
@@ -40,9 +39,15 @@ def kind_nodes(cluster):
     return sorted(name for name in out.split() if name)
 
 
-def remove_image(nodes, image):
+def nodes_with_image(nodes, image):
+    """The kind nodes whose containerd has the image under its name."""
+    found = []
     for node in nodes:
-        subprocess.run(["docker", "exec", node, "crictl", "rmi", image], check=False, capture_output=True, text=True)
+        listed = subprocess.run(["docker", "exec", node, "ctr", "-n", "k8s.io", "images", "ls", "-q"],
+                                check=False, capture_output=True, text=True).stdout.split()
+        if image in listed:
+            found.append(node)
+    return found
 
 
 def run_once(name, image, prepull, workdir):
@@ -82,35 +87,34 @@ def median(values):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--modes", default="cold,cold-no-prepull,warm")
+    parser.add_argument("--mode", choices=["warm", "cold"], default="warm")
+    parser.add_argument("--no-prepull", action="store_true", help="pytorchjob_prepull=false: the job's pods pull")
     parser.add_argument("--cluster", default="trainfleet")
     parser.add_argument("--image", default=None, help="trainer image (default: the one the train step ran)")
     args = parser.parse_args(argv)
     core, _custom = c.api()
     image = c.trainer_image(core, args.image)
     nodes = kind_nodes(args.cluster)
-    print(f"image {image}; kind nodes {', '.join(nodes)}; {args.runs} run(s) per mode")
-    table = {}
+    having = nodes_with_image(nodes, image)
+    if args.mode == "cold" and having:
+        sys.exit(f"cold: {', '.join(having)} already have {image}; run on a fresh cluster (its first job), "
+                 "or pass -e pytorchjob_image to the train step of a never-pulled image")
+    runs = 1 if args.mode == "cold" else args.runs
+    prepull = not args.no_prepull
+    print(f"image {image}; kind nodes {', '.join(nodes)}; mode {args.mode}, pre-pull {'on' if prepull else 'off'}, {runs} run(s)")
+    rows = []
     with tempfile.TemporaryDirectory() as workdir:
-        for mode in args.modes.split(","):
-            cold, prepull = MODES[mode]
-            rows = []
-            for index in range(args.runs):
-                if cold:
-                    remove_image(nodes, image)
-                name = f"bench-startup-{mode.replace('-no-prepull', '-np')}-{index}"
-                result = run_once(name, image, prepull, workdir)
-                row = figures(result)
-                rows.append(row)
-                print(f"  {mode} run {index + 1}: {result['phase']}, apply -> Succeeded {row['apply_to_succeeded']} s, "
-                      f"pre-pull {row['prepull']} s, pull in the job {row['image_pull_max']} s, playbook {result['wall_seconds']} s")
-            table[mode] = {key: median([r[key] for r in rows]) for key in rows[0]}
+        for index in range(runs):
+            result = run_once(f"bench-startup-{args.mode}-{index}", image, prepull, workdir)
+            row = figures(result)
+            rows.append(row)
+            print(f"  run {index + 1}: {result['phase']}, apply -> Succeeded {row['apply_to_succeeded']} s, "
+                  f"pre-pull {row['prepull']} s, pull in the job {row['image_pull_max']} s, playbook {result['wall_seconds']} s")
     keys = list(STEPS) + ["apply_to_succeeded", "image_pull_max", "prepull", "prepull_plus_job"]
-    print("\nmedian seconds (each step: since the step before)")
-    print("step".ljust(22) + "".join(mode.rjust(18) for mode in table))
+    print(f"\nmedian seconds of {len(rows)} run(s) (each step: since the step before)")
     for key in keys:
-        cells = "".join(("-" if table[m][key] is None else f"{table[m][key]:.1f}").rjust(18) for m in table)
-        print(key.ljust(22) + cells)
+        value = median([row[key] for row in rows])
+        print(key.ljust(22) + ("-" if value is None else f"{value:.1f}").rjust(10))
     return 0
 
 

@@ -113,7 +113,7 @@ def role_vars(**overrides):
     return _resolve(variables)
 
 
-def render_text(variables):
+def render_text(variables, template=TEMPLATE):
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(os.path.dirname(TEMPLATE)),
         undefined=jinja2.StrictUndefined,
@@ -121,7 +121,7 @@ def render_text(variables):
         keep_trailing_newline=True,
     )
     env.filters.update(_filters())
-    return env.get_template(os.path.basename(TEMPLATE)).render(**variables)
+    return env.get_template(os.path.basename(template)).render(**variables)
 
 
 def render(**overrides):
@@ -1037,3 +1037,36 @@ def test_report_timeout_says_the_job_did_not_finish(tmp_path):
     outcome, out = _report(tmp_path, status)
     assert outcome["result"]["phase"] == "Running"
     assert "did not finish (phase Running)" in outcome["failure"], out
+
+
+def render_prepull(**overrides):
+    text = render_text(role_vars(**overrides), os.path.join(ROLE, "templates", "prepull.yaml.j2"))
+    docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    assert len(docs) == 1, text
+    return docs[0]
+
+
+def test_prepull_daemonset_runs_the_jobs_image_where_the_jobs_pods_may_run():
+    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    ds = render_prepull(pytorchjob_name="digits", pytorchjob_node_selector={"trainfleet.io/node": "gpu"},
+                        pytorchjob_tolerations=tolerations, pytorchjob_image_pull_secrets=["regcred"])
+    assert ds["kind"] == "DaemonSet" and ds["metadata"]["name"] == "digits-prepull"
+    assert ds["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "trainfleet"
+    spec = ds["spec"]["template"]["spec"]
+    assert ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
+    assert spec["nodeSelector"] == {"trainfleet.io/node": "gpu"} and spec["tolerations"] == tolerations
+    assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+    (box,) = spec["containers"]
+    assert box["image"] == IMAGE and box["command"] == ["sleep", "infinity"]
+    # restricted like the job's pods: non-root, no token, nothing added
+    assert spec["securityContext"]["runAsNonRoot"] is True and spec["automountServiceAccountToken"] is False
+    assert box["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert box["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+def test_prepull_template_quotes_every_value():
+    evil = 'x"\n  hostNetwork: true\n- \'y\': {z}'
+    ds = render_prepull(pytorchjob_image=evil, pytorchjob_namespace=evil)
+    assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == evil
+    assert ds["metadata"]["namespace"] == evil
+    assert "hostNetwork" not in ds["spec"]["template"]["spec"]
