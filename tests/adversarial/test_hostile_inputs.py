@@ -246,9 +246,9 @@ def _ids():
 
 
 def _validation_tasks():
-    """Names of the tasks that validate inputs: every task of roles/*/tasks/preflight.yml."""
+    """Names of the tasks that validate inputs: every task of roles/*/tasks/preflight*.yml."""
     names = set()
-    for path in glob.glob(os.path.join(str(ROOT), "roles", "*", "tasks", "preflight.yml")):
+    for path in glob.glob(os.path.join(str(ROOT), "roles", "*", "tasks", "preflight*.yml")):
         role = path.split(os.sep)[-3]
         with open(path) as handle:
             for task in yaml.safe_load(handle) or []:
