@@ -138,6 +138,7 @@ def cluster_vars(tmp_path):
     return {"trainfleet_name": "trainfleet",
             "trainfleet_cluster": {"kubeconfig": str(tmp_path / "no-kubeconfig"), "context": "",
                                    "registry": {"base_image": "trainfleet/debian-base:bookworm"},
+                                   "launchers": {"mpi_operator": True, "volcano": True, "images": "built"},
                                    "operator": {"init_image": "trainfleet/pytorch-init:1.35.0-r4"}},
             "trainfleet_cache_dir": str(tmp_path / "cache")}
 

@@ -16,6 +16,7 @@ import re
 import subprocess
 
 import pytest
+import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 TIMEOUT = 300
@@ -154,7 +155,7 @@ def test_bad_platform_input_is_refused(tmp_path, inventory, variable, value):
     assert variable in output or variable.replace("platform_existing_", "") in output, output[-2000:]
 
 
-NEUTRAL = ["iam", "s3", "device_plugins", "training_operator", "storage", "trainer_image", "dataset", "pytorchjob", "teardown"]
+NEUTRAL = ["iam", "s3", "device_plugins", "training_operator", "storage", "trainer_image", "dataset", "pytorchjob", "teardown", "mpi_operator", "volcano"]
 
 
 @pytest.mark.parametrize("role", NEUTRAL)
@@ -179,3 +180,13 @@ def test_no_platform_branch_in_playbooks():
             with open(path) as handle:
                 hits += ["%s: %s" % (name, line.strip()) for line in handle if "trainfleet_platform" in line]
     assert not hits, "\n".join(hits)
+
+
+def test_local_etcd_image_is_the_one_kind_images_builds():
+    """The local contract's etcd image (an etcd rendezvous) is the etcd the cluster step builds into every node."""
+    with open(os.path.join(ROOT, "roles", "kind_images", "defaults", "main.yml")) as handle:
+        kind_images = yaml.safe_load(handle)
+    with open(os.path.join(ROOT, "roles", "platform", "defaults", "main.yml")) as handle:
+        platform = yaml.safe_load(handle)
+    tag = kind_images["kind_images_etcd_image_tag"]
+    assert platform["platform_local_etcd_image"].endswith(":{{ kind_images_etcd_image_tag | default('%s') }}" % tag)

@@ -45,6 +45,8 @@ def contract(**object_store):
         "object_store": store,
         "storage": {"backends": ["hostpath"], "class_name": ""},
         "nodes": NODES,
+        "rendezvous": {"etcd_image": "example.test/etcd:3.5.16-0"},
+        "launchers": {"mpi_operator": False, "volcano": False, "images": "release"},
         "operator": {"install": True, "image": "", "init_image": "", "manifests": "go_module"},
         "aws": {"account": True, "region": "us-east-1", "endpoint_url": ""},
     }

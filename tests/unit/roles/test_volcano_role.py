@@ -164,6 +164,7 @@ def play(tmp_path, tasks, **variables):
     base = {"trainfleet_name": "trainfleet",
             "trainfleet_cluster": {"kubeconfig": str(tmp_path / "no-kubeconfig"), "context": "",
                                    "registry": {"base_image": "trainfleet/debian-base:bookworm"},
+                                   "launchers": {"mpi_operator": True, "volcano": True, "images": "built"},
                                    "operator": {"init_image": "trainfleet/pytorch-init:1.35.0-r4"}},
             "trainfleet_cache_dir": str(tmp_path / "cache")}
     base.update(variables)
