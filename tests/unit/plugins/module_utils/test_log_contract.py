@@ -89,6 +89,13 @@ def test_mpirun_rank_lines_parse_old_and_new():
         (0, 0, 4, "mpirun"), (1, 0, 4, "mpirun"), (2, 1, 4, "mpirun"), (3, 1, 4, "mpirun")]
     info = rk.parse_rank_lines(lines[2:])
     assert info["trainer"]["ranks"] == [2, 3] and info["trainer"]["group_rank"] == 1 and info["trainer"]["world_size"] == 4
+    # the launcher's log: every rank, in whatever order mpirun forwarded them
+    launcher_log = [lines[3], lines[0], lines[2], lines[1]]
+    info = rk.parse_rank_lines(launcher_log)
+    assert info["trainer"]["ranks"] == [0, 1, 2, 3] and info["trainer"]["group_rank"] == 0
+    launcher = dict(status.pod_summary(_pod("j-launcher", "launcher", 0)))
+    decision = rk.find_rank0([launcher], {"j-launcher": info})
+    assert decision["pod"]["name"] == "j-launcher" and decision["method"] == rk.METHOD_TRAINER
     old = metrics.rank_line(1, 0, 2, 1, "j-worker-1")
     assert "launcher=" not in old and tlog.parse_trainer_line(old)["launcher"] is None
     assert rk.parse_rank_lines([old])["trainer"]["ranks"] == [1]
