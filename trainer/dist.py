@@ -1,4 +1,9 @@
-"""Process-group setup from torchrun's environment, and collectives that also work without one."""
+"""Process-group setup from torchrun's or mpirun's environment, and collectives that also work without one.
+
+torchrun sets RANK/LOCAL_RANK/WORLD_SIZE/GROUP_RANK. OpenMPI's mpirun (an MPIJob's launcher) sets
+OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK/_LOCAL_SIZE instead; the process group is still gloo (or
+nccl) over env://, so the launcher passes MASTER_ADDR and MASTER_PORT with ``mpirun -x``.
+"""
 
 import os
 import socket
@@ -23,13 +28,15 @@ class DistContext:
     backend: str = "none"
     device: torch.device = torch.device("cpu")
     restart_count: int = 0
+    launcher: str = "none"
 
     @property
     def is_rank0(self):
         return self.rank == 0
 
     def rank_line(self):
-        return rank_line(self.rank, self.local_rank, self.world_size, self.group_rank, socket.gethostname())
+        return rank_line(self.rank, self.local_rank, self.world_size, self.group_rank, socket.gethostname(),
+                         launcher=self.launcher)
 
 
 def _env_int(env, name, default):
@@ -40,12 +47,51 @@ def _env_int(env, name, default):
         raise RuntimeError(f"environment variable {name} must be an integer, got {value!r}") from exc
 
 
-def env_ranks(environ=None):
-    """(rank, local_rank, world_size, group_rank, launched) from torchrun's variables; launched = RANK and WORLD_SIZE set."""
+LAUNCHER_TORCHRUN = "torchrun"
+LAUNCHER_MPIRUN = "mpirun"
+LAUNCHER_NONE = "none"
+
+
+def launched_by(environ=None):
+    """Who started this process: torchrun (RANK and WORLD_SIZE set; they win over anything else),
+    mpirun (OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE set), or none (a plain single process)."""
     env = os.environ if environ is None else environ
-    launched = "WORLD_SIZE" in env and "RANK" in env
+    if "WORLD_SIZE" in env and "RANK" in env:
+        return LAUNCHER_TORCHRUN
+    if "OMPI_COMM_WORLD_SIZE" in env and "OMPI_COMM_WORLD_RANK" in env:
+        return LAUNCHER_MPIRUN
+    return LAUNCHER_NONE
+
+
+def mpirun_ranks(env):
+    """(rank, local_rank, world_size, group_rank) from OpenMPI's variables.
+
+    group_rank (the node's index) is rank // OMPI_COMM_WORLD_LOCAL_SIZE: right for mpirun's default
+    by-slot mapping with the same slot count on every host, which an MPIJob's hostfile gives
+    (slotsPerWorker on every worker). OMPI_COMM_WORLD_NODE_RANK is not the node's index: OpenMPI
+    documents it as the process's rank among all processes on its node (2 processes on one host get
+    0 and 1), so it is not read.
+    """
+    rank = _env_int(env, "OMPI_COMM_WORLD_RANK", 0)
+    local_size = max(1, _env_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1))
+    return (rank, _env_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0), _env_int(env, "OMPI_COMM_WORLD_SIZE", 1),
+            rank // local_size)
+
+
+def env_ranks(environ=None):
+    """(rank, local_rank, world_size, group_rank, launched) of this process; launched = started by torchrun
+    or mpirun (launched_by). Under mpirun, MASTER_ADDR must be set (``mpirun -x MASTER_ADDR=...``): the
+    process group's env:// rendezvous reads it, and without it the error would not say why."""
+    env = os.environ if environ is None else environ
+    launcher = launched_by(env)
+    if launcher == LAUNCHER_MPIRUN:
+        if not env.get("MASTER_ADDR"):
+            raise RuntimeError("launched by mpirun (OMPI_COMM_WORLD_RANK is set) but MASTER_ADDR is not set: pass the "
+                               "rendezvous address to every rank, e.g. mpirun -x MASTER_ADDR=<rank 0's host> "
+                               "-x MASTER_PORT=29500 ...")
+        return (*mpirun_ranks(env), True)
     return (_env_int(env, "RANK", 0), _env_int(env, "LOCAL_RANK", 0), _env_int(env, "WORLD_SIZE", 1),
-            _env_int(env, "GROUP_RANK", 0), launched)
+            _env_int(env, "GROUP_RANK", 0), launcher == LAUNCHER_TORCHRUN)
 
 
 def restart_count(environ=None):
@@ -71,8 +117,9 @@ def choose_backend(requested, device_choice, cuda_available):
 
 
 def init(cfg):
-    """Start the process group when launched by torchrun (env://), with an explicit timeout."""
+    """Start the process group when launched by torchrun or mpirun (env://), with an explicit timeout."""
     rank, local_rank, world_size, group_rank, launched = env_ranks()
+    launcher = launched_by()
     backend, use_cuda = choose_backend(cfg.backend, cfg.device, torch.cuda.is_available())
     if use_cuda:
         torch.cuda.set_device(local_rank)
@@ -81,7 +128,7 @@ def init(cfg):
         device = torch.device("cpu")
     ctx = DistContext(rank=rank, local_rank=local_rank, world_size=world_size, group_rank=group_rank,
                       distributed=launched, backend=backend if launched else "none", device=device,
-                      restart_count=restart_count())
+                      restart_count=restart_count(), launcher=launcher)
     if launched:
         dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world_size,
                                 timeout=timedelta(seconds=cfg.timeout_s))

@@ -23,11 +23,13 @@ def iso_time(now=None):
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
-def rank_line(rank, local_rank, world_size, group_rank, host, now=None):
-    """``trainfleet-rank: rank=<R> local_rank=<L> world_size=<W> group_rank=<G> host=<hostname> time=<t>`` (every
-    process, once, after the rendezvous; time: when it printed, see iso_time)."""
-    return (f"{RANK_PREFIX} rank={rank} local_rank={local_rank} world_size={world_size} group_rank={group_rank} host={host} "
+def rank_line(rank, local_rank, world_size, group_rank, host, now=None, launcher=None):
+    """``trainfleet-rank: rank=<R> local_rank=<L> world_size=<W> group_rank=<G> host=<hostname> time=<t>
+    [launcher=<torchrun|mpirun|none>]`` (every process, once, after the rendezvous; time: when it printed,
+    see iso_time; launcher: who started the process, see trainer.dist.launched_by)."""
+    line = (f"{RANK_PREFIX} rank={rank} local_rank={local_rank} world_size={world_size} group_rank={group_rank} host={host} "
             f"time={iso_time(now)}")
+    return f"{line} launcher={launcher}" if launcher else line
 
 
 def error_line(message):

@@ -44,7 +44,9 @@ def parse_rank_lines(lines):
     Returns a dict:
       trainer: from `trainfleet-rank:` lines of the latest round (the last world size and
         group rank printed): ranks (sorted global ranks), group_rank, world_size, hosts;
-        None when no such line.
+        None when no such line. Lines ending in launcher=mpirun are an MPIJob launcher's log, which
+        holds every rank's lines: the round is every such line of the last world size, and
+        group_rank is that of its lowest rank.
       torchrun: from the elastic agent's latest "Rendezvous complete" block: group_rank,
         global_ranks, restart_count; None when not found.
       rank0_output: True when a line starts with what only global rank 0 prints
@@ -95,7 +97,12 @@ def parse_rank_lines(lines):
     if trainer_lines:
         last = trainer_lines[-1]
         world, group = last["world_size"], last["group_rank"]
-        same_round = [t for t in trainer_lines if t["world_size"] == world and t["group_rank"] == group]
+        if last.get("launcher") == "mpirun":
+            # an MPIJob's launcher: mpirun forwards every rank's output, whatever its node, to this log
+            same_round = [t for t in trainer_lines if t["world_size"] == world and t.get("launcher") == "mpirun"]
+            group = min(same_round, key=lambda t: int(t["rank"]))["group_rank"]
+        else:
+            same_round = [t for t in trainer_lines if t["world_size"] == world and t["group_rank"] == group]
         trainer = {
             "ranks": sorted(set(int(t["rank"]) for t in same_round)),
             "group_rank": int(group),

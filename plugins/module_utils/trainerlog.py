@@ -7,8 +7,9 @@ trainer/metrics.py formats every ``trainfleet-...:`` line the trainer prints (tr
 "Log lines"); this module parses them. tests/unit/plugins/module_utils/test_log_contract.py feeds
 the trainer's own functions' output through these parsers, so the two cannot drift apart.
 
-- ``trainfleet-rank: rank=<R> local_rank=<L> world_size=<W> group_rank=<G> host=<h> [time=<t>]``
-  (every process, once, after the rendezvous)
+- ``trainfleet-rank: rank=<R> local_rank=<L> world_size=<W> group_rank=<G> host=<h> [time=<t>]
+  [launcher=<torchrun|mpirun|none>]`` (every process, once, after the rendezvous; launcher= since
+  the trainer runs under mpirun as an MPIJob)
 - ``trainfleet-epoch: epoch=<E> loss=<f> test_acc=<f> samples_per_s=<f> [time=<t>]`` (rank 0)
 - ``trainfleet-result: {json}`` (rank 0, once at the end); ``trainfleet-resume: epoch=<k>
   next_epoch=<k+1> snapshot=<uri> restarts=<n>``; ``trainfleet-stopped: ...``;
@@ -30,7 +31,8 @@ from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds impor
 TRAINER_RANK_RE = re.compile(
     r"trainfleet-rank:\s+rank=(?P<rank>\d+)\s+local_rank=(?P<local_rank>\d+)\s+"
     r"world_size=(?P<world_size>\d+)\s+group_rank=(?P<group_rank>\d+)"
-    r"(?:\s+host=(?P<host>(?:(?!trainfleet-)\S)+))?(?:\s+time=(?P<time>(?:(?!trainfleet-)\S)+))?")
+    r"(?:\s+host=(?P<host>(?:(?!trainfleet-)\S)+))?(?:\s+time=(?P<time>(?:(?!trainfleet-)\S)+))?"
+    r"(?:\s+launcher=(?P<launcher>(?:(?!trainfleet-)\S)+))?")
 TRAINER_RESULT_RE = re.compile(r"trainfleet-result:\s*(?P<json>\{.*\})\s*$")
 # trainer/metrics.py resume_line: "trainfleet-resume: epoch=<k> next_epoch=<k+1> snapshot=<uri> restarts=<n>"
 # (restarts= since the trainer counts them).
@@ -161,7 +163,8 @@ def parse_trainer_line(text):
     match = TRAINER_RANK_RE.match(text)
     if match:
         return {"kind": "rank", "rank": int(match.group("rank")), "world_size": int(match.group("world_size")),
-                "group_rank": int(match.group("group_rank")), "time": _time_or_none(match.group("time"))}
+                "group_rank": int(match.group("group_rank")), "time": _time_or_none(match.group("time")),
+                "launcher": match.group("launcher")}
     match = TRAINER_RESULT_RE.match(text)
     if match:
         try:

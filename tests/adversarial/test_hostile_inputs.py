@@ -126,6 +126,12 @@ CASES = [
          extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),
     case("trainer_image", "aws", "trainer_image_build_timeout", BIG,
          extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),
+    case("trainer_image", "aws", "trainer_image_variants", ["cuda"],
+         extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),
+    case("trainer_image", "aws", "trainer_image_variants", ["mpi" + NL],
+         extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),
+    case("trainer_image", "aws", "trainer_image_variants", "mpi",
+         extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),
     # train
     case("train", "aws", "pytorchjob_name", "job" + NL, extra=TRAIN),
     case("train", "aws", "pytorchjob_namespace", "kube system", extra=TRAIN),

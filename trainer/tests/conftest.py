@@ -13,7 +13,8 @@ from tests.support.moto import moto_server as running_moto
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SUBPROCESS_TIMEOUT = 240
 DIST_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-             "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE")
+             "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+             "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_NODE_RANK")
 
 
 def base_env(**extra):

@@ -230,6 +230,9 @@ def test_rank_and_error_lines():
     when = datetime.datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=datetime.timezone.utc)
     assert metrics.rank_line(1, 0, 4, 1, "pod-a", now=when) == (
         "trainfleet-rank: rank=1 local_rank=0 world_size=4 group_rank=1 host=pod-a time=2025-01-02T03:04:05.678Z")
+    assert metrics.rank_line(1, 0, 4, 1, "pod-a", now=when, launcher="mpirun") == (
+        "trainfleet-rank: rank=1 local_rank=0 world_size=4 group_rank=1 host=pod-a time=2025-01-02T03:04:05.678Z "
+        "launcher=mpirun")
     assert metrics.epoch_line({"epoch": 1, "loss": 1, "test_acc": 0.5, "samples_per_s": 2}, now=when).endswith(
         " time=2025-01-02T03:04:05.678Z")
     assert metrics.error_line("argument --epochs: expected a positive integer, got 0") == \

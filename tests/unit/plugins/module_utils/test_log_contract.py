@@ -71,6 +71,38 @@ def test_rank0_result_and_every_line_kind_parse_from_the_trainers_own_output(tee
         assert parsed["samples_per_s"] == pytest.approx(record["samples_per_s"], abs=0.05)
 
 
+def test_mpirun_rank_lines_parse_old_and_new():
+    """Under mpirun (an MPIJob) the rank line ends with launcher=mpirun; the MPIJob's launcher pod shows every
+    rank's output, so its log holds all ranks. Lines of trainers from before launcher= still parse."""
+    env = {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+           "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "MASTER_ADDR": "j-worker-0.j.t.svc"}
+    assert dist.launched_by(env) == "mpirun"
+    lines = []
+    for r in range(4):
+        rank, local_rank, world, group, launched = dist.env_ranks(dict(env, OMPI_COMM_WORLD_RANK=str(r),
+                                                                          OMPI_COMM_WORLD_LOCAL_RANK=str(r % 2)))
+        assert launched
+        lines.append(dist.DistContext(rank=rank, local_rank=local_rank, world_size=world, group_rank=group,
+                                      launcher="mpirun").rank_line())
+    parsed = [tlog.parse_trainer_line(line) for line in lines]
+    assert [(p["rank"], p["group_rank"], p["world_size"], p["launcher"]) for p in parsed] == [
+        (0, 0, 4, "mpirun"), (1, 0, 4, "mpirun"), (2, 1, 4, "mpirun"), (3, 1, 4, "mpirun")]
+    info = rk.parse_rank_lines(lines[2:])
+    assert info["trainer"]["ranks"] == [2, 3] and info["trainer"]["group_rank"] == 1 and info["trainer"]["world_size"] == 4
+    # the launcher's log: every rank, in whatever order mpirun forwarded them
+    launcher_log = [lines[3], lines[0], lines[2], lines[1]]
+    info = rk.parse_rank_lines(launcher_log)
+    assert info["trainer"]["ranks"] == [0, 1, 2, 3] and info["trainer"]["group_rank"] == 0
+    launcher = dict(status.pod_summary(_pod("j-launcher", "launcher", 0)))
+    decision = rk.find_rank0([launcher], {"j-launcher": info})
+    assert decision["pod"]["name"] == "j-launcher" and decision["method"] == rk.METHOD_TRAINER
+    old = metrics.rank_line(1, 0, 2, 1, "j-worker-1")
+    assert "launcher=" not in old and tlog.parse_trainer_line(old)["launcher"] is None
+    assert rk.parse_rank_lines([old])["trainer"]["ranks"] == [1]
+    # the host= field keeps its value when launcher= follows
+    assert [m.group("host") for m in tlog.TRAINER_RANK_RE.finditer(lines[0])] == [lines[0].split("host=")[1].split()[0]]
+
+
 def test_rank0_only_lines_tell_rank0_when_the_head_of_the_log_is_gone():
     """A rotated log keeps only its end: the epoch/result/resume/stopped lines only rank 0 prints decide."""
     tail = [metrics.epoch_line(_records()[-1]), metrics.stopped_line(3, "--stop-after-epoch"), metrics.result_line(RESULT)]

@@ -781,7 +781,11 @@ def test_sort_matches_by_time_untimed_last_stable():
     ("trainfleet-resume: epoch=3 next_epoch=4 snapshot=/data/s/snapshot-epoch-00003.pt",
      {"kind": "resume", "epoch": 3, "restarts": None}),
     ("trainfleet-rank: rank=0 local_rank=0 world_size=2 group_rank=1 host=j-worker-1",
-     {"kind": "rank", "rank": 0, "world_size": 2, "group_rank": 1, "time": None}),
+     {"kind": "rank", "rank": 0, "world_size": 2, "group_rank": 1, "time": None, "launcher": None}),
+    ("trainfleet-rank: rank=3 local_rank=1 world_size=4 group_rank=1 host=j-worker-1 time=2026-01-01T10:00:00.000Z "
+     "launcher=mpirun",
+     {"kind": "rank", "rank": 3, "world_size": 4, "group_rank": 1, "time": "2026-01-01T10:00:00.000000Z",
+      "launcher": "mpirun"}),
     ('trainfleet-result: {"epochs": 8, "final_accuracy": 0.95, "resumed_from_epoch": 3}',
      {"kind": "result", "epochs": 8, "final_accuracy": 0.95, "resumed_from_epoch": 3}),
     ("trainfleet-result: {not json}", {"kind": None}),
@@ -808,5 +812,8 @@ def test_parse_trainer_line_reads_what_the_trainer_prints():
     assert tlog.parse_trainer_line(metrics.resume_line(5, uri, 2)) == {"kind": "resume", "epoch": 5, "restarts": 2}
     rank = tlog.parse_trainer_line(metrics.rank_line(1, 0, 2, 1, "j-worker-1"))
     assert rank["time"] and rank["time"].endswith("Z")
-    assert dict(rank, time=None) == {"kind": "rank", "rank": 1, "world_size": 2, "group_rank": 1, "time": None}
+    assert dict(rank, time=None) == {"kind": "rank", "rank": 1, "world_size": 2, "group_rank": 1, "time": None, "launcher": None}
+    rank = tlog.parse_trainer_line(metrics.rank_line(1, 0, 2, 1, "j-worker-1", launcher="mpirun"))
+    assert dict(rank, time=None) == {"kind": "rank", "rank": 1, "world_size": 2, "group_rank": 1, "time": None,
+                                     "launcher": "mpirun"}
     assert tlog.parse_trainer_line(metrics.result_line({"final_accuracy": 0.96, "epochs": 8}))["final_accuracy"] == 0.96
