@@ -59,7 +59,7 @@ def load_torchx():
         raise TorchxRequestError(
             "torchx is not importable by the Python that runs this module (%s): %s. Install the pinned "
             "version into the control node's venv: pip install -r requirements.txt (torchx==%s)"
-            % (_python(), exc, TORCHX_TESTED_VERSION))
+            % (_python(), exc, TORCHX_TESTED_VERSION)) from exc
     return getattr(torchx, "__version__", "unknown"), dist, kubernetes_scheduler
 
 
@@ -108,7 +108,7 @@ def torchx_volcano_job(spec):
         resource = info.request.resource
         job = kubernetes_scheduler.sanitize_for_serialization(resource)
     except (ValueError, TypeError, KeyError, AssertionError) as exc:
-        raise TorchxRequestError("torchx %s refused the request: %s" % (version, exc))
+        raise TorchxRequestError("torchx %s refused the request: %s" % (version, exc)) from exc
     unique_id = ((job or {}).get("metadata") or {}).get("name")
     if not unique_id:
         raise TorchxRequestError("torchx %s rendered a job without metadata.name: %r" % (version, job))

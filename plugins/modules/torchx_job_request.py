@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: torchx_job_request
 short_description: Render the Volcano Job TorchX's kubernetes scheduler would submit for the trainer, made restricted
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Uses the installed C(torchx) (requirements.txt pins the version) in-process, the way
     C(torchx run -s kubernetes --dryrun dist.ddp -j <nnodes>x<nproc> -m <module> ...) does, to get
@@ -60,7 +60,8 @@ options:
   tolerations: {type: list, elements: dict, default: [], description: Tolerations.}
   run_as_user: {type: int, default: 10001, description: Numeric non-root user of the pods.}
   run_as_group: {type: int, default: 10001, description: Group of the pods.}
-author: trainfleet developers
+author:
+  - trainfleet developers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
