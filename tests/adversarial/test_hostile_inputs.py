@@ -44,6 +44,8 @@ def case(step, inventory, variable, value, extra=None, quote=None, check=False, 
 
 
 TRAIN = {"pytorchjob_image": IMAGE}
+TORCHX = {"torchx_job_image": IMAGE}
+TORCHX_PLAYBOOK = "tests/adversarial/playbooks/torchx_job.yml"
 # A real dataset directory (tests/adversarial/dataset) and the claim copy switched on.
 DATASET_DIR = str(ROOT / "tests" / "adversarial" / "dataset")
 DATASET = {"dataset_source": DATASET_DIR}
@@ -160,6 +162,20 @@ CASES = [
     case("train", "aws", "pytorchjob_container_security_context", {"capabilities": {"add": ["SYS_ADMIN"]}}, extra=TRAIN),
     case("train", "aws", "pytorchjob_container_security_context", {"runAsUser": 0}, extra=TRAIN),
     case("train", "aws", "pytorchjob_extra_volumes", [{"name": "host", "hostPath": {"path": "/"}}], extra=TRAIN),
+    # train with the TorchX launcher (roles/torchx_job)
+    case("train", "aws", "torchx_job_name", "job" + NL, extra=TORCHX, playbook=TORCHX_PLAYBOOK),
+    case("train", "aws", "torchx_job_namespace", "kube-system", extra=TORCHX, playbook=TORCHX_PLAYBOOK),
+    case("train", "aws", "torchx_job_queue", "team a" + NL, extra=TORCHX, playbook=TORCHX_PLAYBOOK),
+    case("train", "aws", "torchx_job_image", IMAGE + NL, playbook=TORCHX_PLAYBOOK),
+    case("train", "aws", "torchx_job_nnodes", 100000, extra=TORCHX, playbook=TORCHX_PLAYBOOK),
+    case("train", "aws", "torchx_job_trainer_module", "trainer.train; id", extra=TORCHX, playbook=TORCHX_PLAYBOOK),
+    case("train", "aws", "torchx_job_trainer_extra_args", ["--x" + NL + "--y"], extra=TORCHX, playbook=TORCHX_PLAYBOOK),
+    case("train", "aws", "torchx_job_run_as_user", 0, extra=TORCHX, playbook=TORCHX_PLAYBOOK),
+    case("train", "aws", "torchx_job_labels", {"a": INJECT}, extra=TORCHX, playbook=TORCHX_PLAYBOOK),
+    case("train", "aws", "torchx_job_aws_endpoint_url", "http://x" + NL, extra=TORCHX, playbook=TORCHX_PLAYBOOK),
+    case("train", "aws", "torchx_job_env", [{"name": "HF_Token", "value": "hf-literal-secret-0123456789"}],
+         extra=TORCHX, quote='["HF_Token"]', playbook=TORCHX_PLAYBOOK),
+    case("train", "aws", "torchx_job_manifest_dest", "MANIFEST_ESCAPE", extra=TORCHX, playbook=TORCHX_PLAYBOOK),
     # dataset (a real source directory; every case refused before S3 or the cluster is asked)
     case("dataset", "aws", "dataset_source", "/nonexistent/trainfleet-dataset"),
     case("dataset", "aws", "dataset_source", DATASET_DIR + "/../dataset"),
