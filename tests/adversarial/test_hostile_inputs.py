@@ -110,6 +110,8 @@ CASES = [
     case("training_operator", "aws", "training_operator_namespace", "kubeflow" + NL),
     case("training_operator", "aws", "training_operator_wait_timeout", BIG),
     case("training_operator", "aws", "training_operator_version", "v1.9.3" + NL),
+    case("training_operator", "aws", "training_operator_gang_scheduler", "volcano" + NL + "  - --enable-scheme=mpijob"),
+    case("training_operator", "aws", "training_operator_gang_scheduler", "scheduler-plugins"),
     # storage
     case("storage", "aws", "storage_namespace", INJECT),
     case("storage", "aws", "storage_class_name", "Bad Class"),
