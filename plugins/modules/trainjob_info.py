@@ -60,8 +60,8 @@ description:
   - Gang scheduling (Volcano). While the job is C(Pending) or C(Created) and a Volcano PodGroup of
     the same name exists (the training operator and the mpi-operator name it after the job), the job
     gets RV(job.podgroup) and RV(job.pending_reason), the reason the gang cannot be placed, naming
-    the resources (for example C(insufficient cpu)). When PodGroups cannot be read (no Volcano: 404;
-    not allowed: 403) nothing is added. The caller needs C(get) on C(podgroups.scheduling.volcano.sh)
+    the resources (for example C(insufficient cpu)). When PodGroups cannot be read (no Volcano, HTTP 404;
+    not allowed, HTTP 403) nothing is added. The caller needs C(get) on C(podgroups.scheduling.volcano.sh)
     and C(list) on C(events) in the namespace for it.
   - The module only reads the cluster; it supports check mode and always returns C(changed=false).
 author:
@@ -454,7 +454,7 @@ job:
           reason, message, last_transition_time), C(message) (the Unschedulable condition's message,
           else the scheduler's last warning) and C(events) (the last 5 events on the PodGroup).
       type: dict
-      returned: when the job is Pending or Created and its PodGroup can be read
+      returned: with O(name), when the job is Pending or Created and its PodGroup can be read
       sample: {"name": "digits", "phase": "Pending", "min_member": 3, "queue": "team-a",
                "conditions": [{"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
                                "message": "3/3 tasks in gang unschedulable: pod group is not ready, 3 minAvailable"}],

@@ -198,6 +198,20 @@ def _cluster_role_resources(docs):
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
+    return _role_render(tmp_path_factory, {})
+
+
+@pytest.fixture(scope="module")
+def rendered_gang(tmp_path_factory):
+    return _role_render(tmp_path_factory, {"training_operator_gang_scheduler": "volcano"})
+
+
+@pytest.fixture(scope="module")
+def rendered_absent(tmp_path_factory):
+    return _role_render(tmp_path_factory, {"training_operator_state": "absent"}, checked=False)
+
+
+def _role_render(tmp_path_factory, extra, checked=True):
     module, kubectl = _module_dir(), _kubectl()
     if not module or not kubectl:
         pytest.skip("needs github.com/kubeflow/training-operator@%s in the Go module cache and kubectl "
@@ -216,7 +230,7 @@ def rendered(tmp_path_factory):
                  "training_operator_cache_dir": str(tmp_path / "cache" / "training-operator"),
                  "training_operator_kubectl": kubectl,
                  "_training_operator_module": {"Dir": module},
-                 "_training_operator_init_image": "trainfleet/pytorch-init:1.35.0-r4"},
+                 "_training_operator_init_image": "trainfleet/pytorch-init:1.35.0-r4", **extra},
         "tasks": [
             {"ansible.builtin.include_role": {"name": "trainfleet.training.training_operator", "tasks_from": "manifests.yml"}},
             {"ansible.builtin.copy": {"content": "{{ _training_operator_resources | to_json }}",
@@ -231,7 +245,8 @@ def rendered(tmp_path_factory):
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=PLAYBOOK_TIMEOUT)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert "Check the operator's rights are the PyTorchJob controller's only" in out
+    if checked:
+        assert "Check the operator's rights are the PyTorchJob controller's only" in out
     ours = json.loads((tmp_path / "resources.json").read_text())
     upstream = subprocess.run([kubectl, "kustomize", os.path.join(module, "manifests", "overlays", "standalone")],
                               capture_output=True, text=True, check=True, timeout=120).stdout
@@ -259,6 +274,27 @@ def test_role_renders_least_privilege_rbac(rendered):
     # the v1 MPIJob CRD is mpi-operator's name (v2beta1): never rendered, applied or deleted by us
     removed = set((d["kind"], d["metadata"]["name"]) for d in upstream) - set(kinds)
     assert removed == {("CustomResourceDefinition", "mpijobs.kubeflow.org")}
+
+
+def test_role_renders_the_gang_scheduler_flag(rendered_gang):
+    """With training_operator_gang_scheduler=volcano the role's own check task passes on what kubectl rendered."""
+    ours, _upstream = rendered_gang
+    deployment = [d for d in ours if d["kind"] == "Deployment"][0]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[:2] == ["--enable-scheme=pytorchjob", "--gang-scheduler-name=volcano"]
+    assert not [d for d in ours if d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == "mpijobs.kubeflow.org"]
+    assert [d for d in ours if d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == "pytorchjobs.kubeflow.org"]
+
+
+def test_absent_path_never_deletes_the_mpijob_crd(rendered_absent):
+    """training_operator_state=absent renders the bare upstream overlay (it holds the v1 MPIJob CRD):
+    the list it deletes must not hold mpijobs.kubeflow.org (mpi-operator's CRD, and every MPIJob)."""
+    ours, upstream = rendered_absent
+    assert ("CustomResourceDefinition", "mpijobs.kubeflow.org") in [(d["kind"], d["metadata"]["name"]) for d in upstream]
+    names = [(d["kind"], d["metadata"]["name"]) for d in ours]
+    assert ("CustomResourceDefinition", "mpijobs.kubeflow.org") not in names
+    assert ("CustomResourceDefinition", "pytorchjobs.kubeflow.org") in names
+    assert len(names) == len(upstream) - 1
 
 
 def test_init_container_template_is_restricted(rendered):
