@@ -121,9 +121,10 @@ def _raise_for_outcome(service, params, kind, summary, wait_result, result):
             pass
         result["events"] = events
         raise PyTorchJobError(
-            "Timed out after %ss waiting for %s %s/%s to reach %s: phase is %s; pods: %s" % (
+            "Timed out after %ss waiting for %s %s/%s to reach %s: phase is %s; pods: %s%s" % (
                 params["wait_timeout"], kind.label, namespace, name, params["wait_for"], summary["phase"],
-                pods_text(summary["pods"])), **result)
+                pods_text(summary["pods"]),
+                "; %s" % summary["pending_reason"] if summary.get("pending_reason") else ""), **result)
 
 
 def one_job(module, service, kind):

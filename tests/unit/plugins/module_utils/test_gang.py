@@ -209,6 +209,10 @@ def test_without_pending_timeout_a_stuck_gang_times_out(run_module, fake_time, f
     failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True, "timeline": False,
                                          "wait_timeout": 30}, service)
     assert failed and result["msg"].startswith("Timed out after 30s")
+    assert result["msg"].endswith("phase is Created; pods: no pods; gang mnist cannot be placed (PodGroup Pending, "
+                                  "minMember 3, queue team-a): insufficient cpu; 3/3 tasks in gang unschedulable: "
+                                  "pod group is not ready, 3 minAvailable; pod group is not ready, 2 Pending, "
+                                  "2 minAvailable; 0/3 nodes are unavailable: 3 Insufficient cpu.")
     assert result["pending_timeout_reached"] is False
     assert result["job"]["pending_reason"].startswith("gang mnist cannot be placed")
 
