@@ -8,7 +8,7 @@ The module parses its options and calls one_job or all_jobs with a TrainJobServi
 
 from __future__ import annotations
 
-from ansible_collections.trainfleet.training.plugins.module_utils import forensics
+from ansible_collections.trainfleet.training.plugins.module_utils import forensics, gang
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import JobNotFoundError, PyTorchJobError
 from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import (
     PHASE_FAILED,
@@ -32,6 +32,7 @@ from ansible_collections.trainfleet.training.plugins.module_utils.waiter import 
     OUTCOME_FAILED,
     OUTCOME_POD_PROBLEM,
     OUTCOME_TIMEOUT,
+    OUTCOME_UNSCHEDULABLE,
     JobWaiter,
     ProgressLog,
     Rank0Tail,
@@ -79,7 +80,8 @@ def _wait(module, service, kind, result):
                        on_transition=ProgressLog(module, namespace, name, params["progress_file"], kind.label),
                        on_round=round_progress(ProgressReporter(min_interval=5.0), namespace, name, kind.label,
                                                tail=Rank0Tail(service, namespace, kind)),
-                       kind=kind)
+                       kind=kind, pending_timeout=params.get("pending_timeout") or 0,
+                       gang=gang.UnschedulableClock(service, namespace, name))
     # The operators delete the pods of a job that exceeds its backoffLimit before they mark the
     # job Failed: record a failing container while it still exists.
     recorder = forensics.FailureRecorder(service, namespace, name, params["log_lines"], kind=kind)
@@ -88,7 +90,8 @@ def _wait(module, service, kind, result):
         wait_result = waiter.wait()
     finally:
         pod_watch.stop()
-    result.update(transitions=wait_result.transitions, waited_seconds=wait_result.elapsed)
+    result.update(transitions=wait_result.transitions, waited_seconds=wait_result.elapsed,
+                  pending_timeout_reached=wait_result.outcome == OUTCOME_UNSCHEDULABLE)
     return wait_result, recorder.snapshots(), recorder.restart_reasons(), pod_watch
 
 
@@ -118,9 +121,10 @@ def _raise_for_outcome(service, params, kind, summary, wait_result, result):
             pass
         result["events"] = events
         raise PyTorchJobError(
-            "Timed out after %ss waiting for %s %s/%s to reach %s: phase is %s; pods: %s" % (
+            "Timed out after %ss waiting for %s %s/%s to reach %s: phase is %s; pods: %s%s" % (
                 params["wait_timeout"], kind.label, namespace, name, params["wait_for"], summary["phase"],
-                pods_text(summary["pods"])), **result)
+                pods_text(summary["pods"]),
+                "; %s" % summary["pending_reason"] if summary.get("pending_reason") else ""), **result)
 
 
 def one_job(module, service, kind):
@@ -148,6 +152,12 @@ def one_job(module, service, kind):
     summary["restart_reasons"] = merge_restart_reasons(summary["restart_reasons"], recorded_restarts)
     result.update(exists=True, job=summary, jobs=[summary])
 
+    podgroup, reason = gang.describe(service, namespace, name, summary["phase"])
+    if podgroup is not None:
+        summary.update(podgroup=podgroup, pending_reason=reason)
+        if not reason and wait_result is not None and wait_result.outcome == OUTCOME_UNSCHEDULABLE:
+            # the PodGroup changed between the wait's last round and this read: say what the wait saw
+            summary["pending_reason"] = wait_result.pending_reason
     if params["timeline"]:
         summary["timeline"] = timeline(service, namespace, job, [p for p in pods if kind.pod_belongs(p, name)], kind)
     if summary["phase"] == PHASE_FAILED:

@@ -272,6 +272,22 @@ class TrainJobService(object):
         """One round of a watch on a job's pods: a PodWatch (events(), cancel())."""
         return PodWatch(self, namespace, job_name, timeout_seconds)
 
+    # ---------------------------------------------------------------- gang (Volcano PodGroup)
+
+    def get_podgroup(self, namespace, name):
+        """The Volcano PodGroup (scheduling.volcano.sh/v1beta1) named `name`, or None when there is
+        none, Volcano is not installed (404) or the caller may not read PodGroups (401/403)."""
+        try:
+            return self.custom.get_namespaced_custom_object(
+                "scheduling.volcano.sh", "v1beta1", namespace, "podgroups", name,
+                _request_timeout=self.request_timeout)
+        except ApiException as exc:
+            if exc.status in (401, 403, 404):
+                return None
+            raise self._translate(exc, "read PodGroup %s/%s" % (namespace, name))
+        except Exception as exc:  # pylint: disable=broad-except
+            raise self._translate(exc, "read PodGroup %s/%s" % (namespace, name))
+
     # ---------------------------------------------------------------- pods, events
 
     def _list_json(self, func, what, *args, **kwargs):

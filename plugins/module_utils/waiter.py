@@ -50,11 +50,14 @@ OUTCOME_REACHED = "reached"
 OUTCOME_FAILED = "failed"
 OUTCOME_POD_PROBLEM = "pod_problem"
 OUTCOME_TIMEOUT = "timeout"
+# The job's gang (Volcano PodGroup) stayed unschedulable for pending_timeout seconds.
+OUTCOME_UNSCHEDULABLE = "unschedulable"
 
 
 class WaitResult(object):
-    def __init__(self, job, outcome, transitions, elapsed, problem_pods=None):
+    def __init__(self, job, outcome, transitions, elapsed, problem_pods=None, pending_reason=None):
         self.job = job
+        self.pending_reason = pending_reason
         self.outcome = outcome
         self.transitions = transitions
         self.elapsed = elapsed
@@ -72,7 +75,7 @@ class JobWaiter(object):
     def __init__(self, service, namespace, name, wanted="terminal", timeout=3600,
                  check_interval=10, fatal_reasons=DEFAULT_FATAL_WAITING_REASONS,
                  on_transition=None, clock=time.monotonic, now=utcnow, sleep=time.sleep,
-                 on_round=None, kind=None):
+                 on_round=None, kind=None, pending_timeout=0, gang=None):
         self.service = service
         self.namespace = namespace
         self.name = name
@@ -84,6 +87,12 @@ class JobWaiter(object):
         # on_round(job, pod_summaries, elapsed_seconds): called once per check round (progress).
         self.on_round = on_round
         self.kind = kind
+        # pending_timeout > 0 with gang (a gang.UnschedulableClock): end the wait, not failed, once
+        # the job's PodGroup has been seen unschedulable for that many seconds in a row.
+        self.pending_timeout = pending_timeout or 0
+        self.gang = gang
+        self.pending_reason = None
+        self.podgroup = None
         self.clock = clock
         self.now = now
         self.sleep = sleep
@@ -112,7 +121,7 @@ class JobWaiter(object):
             self.on_transition(transition)
 
     def _result(self, job, outcome, problem_pods=None):
-        return WaitResult(job, outcome, self.transitions, self._elapsed(), problem_pods)
+        return WaitResult(job, outcome, self.transitions, self._elapsed(), problem_pods, self.pending_reason)
 
     def _check_pods(self, job):
         if not self.fatal_reasons and not self.on_round:
@@ -125,6 +134,13 @@ class JobWaiter(object):
         if not self.fatal_reasons:
             return []
         return pods_with_problems(summaries, self.fatal_reasons)
+
+    def _gang_stuck(self, job):
+        """True when the job's gang has been unschedulable for pending_timeout seconds."""
+        if self.pending_timeout <= 0 or self.gang is None:
+            return False
+        self.podgroup, self.pending_reason, seconds = self.gang.observe(job_phase(job), self.clock())
+        return bool(self.pending_reason) and seconds >= self.pending_timeout
 
     def _outcome(self, job):
         if job_phase(job) == PHASE_FAILED:
@@ -145,6 +161,8 @@ class JobWaiter(object):
             problems = self._check_pods(job)
             if problems:
                 return self._result(job, OUTCOME_POD_PROBLEM, problems)
+            if self._gang_stuck(job):
+                return self._result(job, OUTCOME_UNSCHEDULABLE)
             remaining = deadline - self.clock()
             if remaining <= 0:
                 return self._result(job, OUTCOME_TIMEOUT)

@@ -57,6 +57,12 @@ description:
     (with timestamps and elapsed seconds), the system log of the host running the module
     (C(module.log), for example C(journalctl -f)), and, when O(progress_file) is set, one JSON
     line appended per change to that file, which C(tail -f) shows live.
+  - Gang scheduling (Volcano). While the job is C(Pending) or C(Created) and a Volcano PodGroup of
+    the same name exists (the training operator and the mpi-operator name it after the job), the job
+    gets RV(job.podgroup) and RV(job.pending_reason), the reason the gang cannot be placed, naming
+    the resources (for example C(insufficient cpu)). When PodGroups cannot be read (no Volcano, HTTP 404;
+    not allowed, HTTP 403) nothing is added. The caller needs C(get) on C(podgroups.scheduling.volcano.sh)
+    and C(list) on C(events) in the namespace for it.
   - The module only reads the cluster; it supports check mode and always returns C(changed=false).
 author:
   - trainfleet developers (!UNKNOWN)
@@ -103,6 +109,16 @@ options:
         its pods' states and the recent events.
     type: int
     default: 3600
+  pending_timeout:
+    description:
+      - Seconds (0 = off) after which a wait ends early, not failed, when the job's gang cannot be
+        placed - its Volcano PodGroup stays C(Pending) or C(Inqueue) with an C(Unschedulable) condition
+        (or the scheduler's C(Unschedulable) events) that long without a break. The job is then still
+        waiting as a whole (no pod started); RV(job.pending_reason) says why and RV(pending_timeout_reached) is true.
+      - Checked once per O(wait_check_interval) round, so the wait ends up to one round later.
+      - Without gang scheduling (no PodGroup, or PodGroups cannot be read) it has no effect.
+    type: int
+    default: 0
   wait_check_interval:
     description:
       - Seconds of one watch round. Between rounds the job's pods are checked for
@@ -199,6 +215,20 @@ EXAMPLES = r"""
     name: digits-mpi
     namespace: training
     wait: true
+
+- name: Show that a gang that does not fit stays Pending as a whole (returns after 60 s unschedulable)
+  trainfleet.training.trainjob_info:
+    name: too-big
+    namespace: training
+    wait: true
+    wait_timeout: 600
+    pending_timeout: 60
+  register: __gang
+
+- name: Say why
+  ansible.builtin.debug:
+    msg: "{{ __gang.job.pending_reason }} (PodGroup {{ __gang.job.podgroup.phase }}, {{ __gang.job.pods | length }} pods)"
+  when: __gang.pending_timeout_reached
 
 - name: Does the job exist yet?
   trainfleet.training.trainjob_info:
@@ -415,6 +445,26 @@ job:
                           "since_submitted": 0.0}],
                "rank0_pod": "mnist-worker-1", "image_pull_seconds_max": 41.3,
                "lines": ["         submitted            2025-01-01T10:00:00Z", "+2.0s    pods scheduled       2025-01-01T10:00:02Z"]}
+    podgroup:
+      description:
+        - The job's Volcano PodGroup (C(scheduling.volcano.sh/v1beta1), same name as the job), read while
+          the job is C(Pending) or C(Created) - a gang not placed yet creates no pod at all.
+        - C(name), C(phase) (C(Pending), C(Inqueue), C(Running), C(Completed), C(Unknown)), C(min_member),
+          C(min_resources), C(queue), C(running), C(succeeded), C(failed), C(conditions) (type, status,
+          reason, message, last_transition_time), C(message) (the Unschedulable condition's message,
+          else the scheduler's last warning) and C(events) (the last 5 events on the PodGroup).
+      type: dict
+      returned: with O(name), when the job is Pending or Created and its PodGroup can be read
+      sample: {"name": "digits", "phase": "Pending", "min_member": 3, "queue": "team-a",
+               "conditions": [{"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
+                               "message": "3/3 tasks in gang unschedulable: pod group is not ready, 3 minAvailable"}],
+               "message": "3/3 tasks in gang unschedulable: pod group is not ready, 3 minAvailable"}
+    pending_reason:
+      description: Why the gang cannot be placed, naming the resources the scheduler lacks; null when the
+        PodGroup is not stuck (placed, or not yet looked at by the scheduler).
+      type: str
+      returned: with RV(job.podgroup)
+      sample: "gang digits cannot be placed (PodGroup Inqueue, minMember 3): insufficient cpu; 0/3 nodes are unavailable: 3 Insufficient cpu."
     failure:
       description: Why the job failed, null unless the phase is Failed (or the wait failed on a pod).
       type: dict
@@ -512,6 +562,11 @@ transitions:
   sample:
     - {"time": "2025-01-01T10:00:00Z", "elapsed_seconds": 0.0, "phase": "Created", "reason": "PyTorchJobCreated", "message": null}
     - {"time": "2025-01-01T10:00:09Z", "elapsed_seconds": 9.1, "phase": "Running", "reason": "PyTorchJobRunning", "message": null}
+pending_timeout_reached:
+  description: True when the wait ended early because the job's gang stayed unschedulable for O(pending_timeout) seconds.
+  returned: when O(wait=true)
+  type: bool
+  sample: false
 waited_seconds:
   description: Seconds spent waiting.
   returned: when O(wait=true)
@@ -549,6 +604,7 @@ def argspec():
                       choices=["terminal", "Created", "Running", "Restarting", "Suspended"]),
         wait_timeout=dict(type="int", default=3600),
         wait_check_interval=dict(type="int", default=10),
+        pending_timeout=dict(type="int", default=0),
         wait_fail_reasons=dict(type="list", elements="str", default=list(DEFAULT_FATAL_WAITING_REASONS)),
         progress_file=dict(type="path"),
         log_lines=dict(type="int", default=50),
@@ -565,7 +621,7 @@ def main():
         required_if=[("wait", True, ["name"])],
         mutually_exclusive=[("name", "label_selector")],
     )
-    for option in ("wait_timeout", "wait_check_interval", "log_lines", "event_limit"):
+    for option in ("wait_timeout", "wait_check_interval", "log_lines", "event_limit", "pending_timeout"):
         if module.params[option] < 0:
             module.fail_json(msg="%s must be 0 or more, got %s" % (option, module.params[option]))
     require_kubernetes(module)

@@ -112,6 +112,8 @@ CASES = [
     case("training_operator", "aws", "training_operator_namespace", "kubeflow" + NL),
     case("training_operator", "aws", "training_operator_wait_timeout", BIG),
     case("training_operator", "aws", "training_operator_version", "v1.9.3" + NL),
+    case("training_operator", "aws", "training_operator_gang_scheduler", "volcano" + NL + "  - --enable-scheme=mpijob"),
+    case("training_operator", "aws", "training_operator_gang_scheduler", "scheduler-plugins"),
     # storage
     case("storage", "aws", "storage_namespace", INJECT),
     case("storage", "aws", "storage_class_name", "Bad Class"),
@@ -152,6 +154,10 @@ CASES = [
          extra=TRAIN, quote='"HF_Token"'),
     # train: pod security (restricted by default, each widening needs its own opt-in)
     case("train", "aws", "pytorchjob_namespace", "kube-system", extra=TRAIN),
+    case("train", "aws", "pytorchjob_scheduler_name", "volcano" + NL + "x", extra=TRAIN),
+    case("train", "aws", "pytorchjob_queue", "team-a" + NL + "    minAvailable: 1",
+         extra=dict(TRAIN, pytorchjob_scheduler_name="volcano")),
+    case("train", "aws", "pytorchjob_min_available", BIG, extra=dict(TRAIN, pytorchjob_scheduler_name="volcano")),
     case("train", "aws", "pytorchjob_namespace", "kube-node-lease", extra=TRAIN),
     case("train", "aws", "pytorchjob_run_as_user", 0, extra=TRAIN),
     case("train", "aws", "pytorchjob_security_context", {"runAsUser": 0}, extra=TRAIN),

@@ -70,8 +70,11 @@ class FakeService(object):
     """
 
     def __init__(self, jobs=None, pods=None, logs=None, events=None, watch_rounds=None,
-                 clock=None, crd=True, pod_rounds=None):
+                 clock=None, crd=True, pod_rounds=None, podgroups=None, podgroup_rounds=None):
         self.jobs = dict(jobs or {})
+        # podgroups: {name: PodGroup dict}; podgroup_rounds: a list of such dicts, one per read
+        self.podgroups = dict(podgroups or {})
+        self.podgroup_rounds = list(podgroup_rounds or [])
         self.pods = list(pods or [])
         self.pod_rounds = list(pod_rounds or [])
         self.logs = dict(logs or {})
@@ -100,6 +103,14 @@ class FakeService(object):
         if self.pod_rounds:
             self.pods = self.pod_rounds.pop(0)
         return [copy.deepcopy(p) for p in self.pods]
+
+    def get_podgroup(self, namespace, name):
+        """Like TrainJobService.get_podgroup: None when there is none (or PodGroups cannot be read)."""
+        self.calls.append(("get_podgroup", namespace, name))
+        if self.podgroup_rounds:
+            self.podgroups = self.podgroup_rounds.pop(0)
+        found = self.podgroups.get(name)
+        return copy.deepcopy(found) if found else None
 
     def list_events(self, namespace, object_names):
         self.calls.append(("list_events", namespace, tuple(object_names)))

@@ -446,6 +446,40 @@ def test_run_policy_and_labels():
     assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] == "ExitCode"
 
 
+def test_default_scheduler_has_no_gang_fields():
+    job, _text = render(pytorchjob_worker_replicas=2)
+    assert "schedulingPolicy" not in job["spec"]["runPolicy"]
+    for rtype in ("Master", "Worker"):
+        assert "schedulerName" not in pod_spec(job, rtype)
+
+
+def test_volcano_gang_of_all_replicas_by_default():
+    """Issue 12: schedulerName volcano on every replica, runPolicy.schedulingPolicy {minAvailable, queue}."""
+    job, _text = render(pytorchjob_worker_replicas=2, pytorchjob_scheduler_name="volcano", pytorchjob_queue="team-a")
+    assert job["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 3, "queue": "team-a"}
+    for rtype in ("Master", "Worker"):
+        assert pod_spec(job, rtype)["schedulerName"] == "volcano"
+
+
+def test_volcano_gang_min_available_and_default_queue():
+    job, _text = render(pytorchjob_worker_replicas=3, pytorchjob_scheduler_name="volcano", pytorchjob_min_available=2)
+    assert job["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 2}
+
+
+def test_volcano_gang_of_an_elastic_job():
+    job, _text = render(pytorchjob_elastic=True, pytorchjob_master_replicas=0, pytorchjob_worker_replicas=4,
+                        pytorchjob_elastic_min_replicas=2, pytorchjob_scheduler_name="volcano")
+    assert job["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 4}
+    assert list(job["spec"]["pytorchReplicaSpecs"]) == ["Worker"]
+    assert pod_spec(job, "Worker")["schedulerName"] == "volcano"
+
+
+def test_hostile_queue_stays_one_value():
+    evil = "team-a\n    minAvailable: 1\n---\napiVersion: v1\nkind: Secret"
+    job, _text = render(pytorchjob_scheduler_name="volcano", pytorchjob_queue=evil)
+    assert job["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 2, "queue": evil}
+
+
 def test_master_only_job_has_no_worker_spec():
     job, _manifest = render(pytorchjob_worker_replicas=0)
     assert list(job["spec"]["pytorchReplicaSpecs"]) == ["Master"]
@@ -760,6 +794,13 @@ BAD_INPUTS = {
     "host-path-root": ({"pytorchjob_extra_volumes": [{"name": "host", "hostPath": {"path": "/"}}]}, "pytorchjob_allow_host_path"),
     "namespace-kube-system": ({"pytorchjob_namespace": "kube-system"}, "pytorchjob_allow_system_namespace"),
     "namespace-kube-node-lease": ({"pytorchjob_namespace": "kube-node-lease"}, "pytorchjob_allow_system_namespace"),
+    # gang scheduling (issue 12)
+    "scheduler-unknown": ({"pytorchjob_scheduler_name": "kube-batch"}, "pytorchjob_scheduler_name"),
+    "queue-not-dns-label": ({"pytorchjob_scheduler_name": "volcano", "pytorchjob_queue": "Team_A"}, "pytorchjob_queue"),
+    "queue-without-volcano": ({"pytorchjob_queue": "team-a"}, "pytorchjob_queue"),
+    "min-available-zero": ({"pytorchjob_scheduler_name": "volcano", "pytorchjob_min_available": 0}, "pytorchjob_min_available"),
+    "min-available-above-replicas": ({"pytorchjob_scheduler_name": "volcano", "pytorchjob_worker_replicas": 2,
+                                      "pytorchjob_min_available": 4}, "pytorchjob_min_available"),
 }
 # The same settings with their opt-ins pass the preflight (check mode renders the job).
 OPT_IN_INPUTS = {
@@ -772,6 +813,8 @@ OPT_IN_INPUTS = {
     "allow-system-namespace": {"pytorchjob_namespace": "kube-system", "pytorchjob_allow_system_namespace": True},
     "net-bind-service-needs-no-opt-in": {"pytorchjob_container_security_context": {"capabilities": {"add": ["NET_BIND_SERVICE"]}}},
     "namespace-default-is-not-a-system-namespace": {"pytorchjob_namespace": "default"},
+    "volcano-gang": {"pytorchjob_scheduler_name": "volcano", "pytorchjob_queue": "team-a", "pytorchjob_worker_replicas": 2,
+                     "pytorchjob_min_available": 3},
 }
 
 
@@ -833,6 +876,13 @@ def test_preflight_quotes_the_refused_security_settings(bad_input_outcomes):
     assert '"NET_ADMIN"' in outcomes["capabilities-add"]
     assert '[{"path": "/"}]' in outcomes["host-path-root"]
     assert '"kube-system"' in outcomes["namespace-kube-system"]
+
+
+def test_preflight_quotes_the_refused_gang_settings(bad_input_outcomes):
+    outcomes, _tmp_path = bad_input_outcomes
+    assert '"Team_A"' in outcomes["queue-not-dns-label"]
+    assert "got 4" in outcomes["min-available-above-replicas"] and "3 replicas" in outcomes["min-available-above-replicas"]
+    assert "kube-batch" in outcomes["scheduler-unknown"]
 
 
 @pytest.mark.parametrize("case_id", sorted(BAD_INPUTS))

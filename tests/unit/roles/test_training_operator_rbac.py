@@ -58,7 +58,7 @@ def _template_vars(tmp_path, init_image="trainfleet/pytorch-init:1.35.0-r4"):
                 training_operator_module="github.com/kubeflow/training-operator", training_operator_version=VERSION,
                 _training_operator_webhook_configuration=WEBHOOK,
                 training_operator_manifests_source="go_module", training_operator_image="",
-                training_operator_node_lost_toleration_seconds=30)
+                training_operator_node_lost_toleration_seconds=30, training_operator_gang_scheduler="")
 
 
 def _patch(kustomization, kind):
@@ -85,6 +85,53 @@ def test_kustomization_replaces_the_cluster_role_and_enables_pytorchjob_only(tmp
     args = [op for op in _patch(kustomization, "Deployment") if op["path"].endswith("/args")][0]["value"]
     assert args[0] == "--enable-scheme=pytorchjob"
     assert args[1:] == (["--pytorch-init-container-image=" + init_image] if init_image else [])
+
+
+def test_kustomization_drops_the_v1_mpijob_crd(tmp_path):
+    """Issue 12: mpi-operator v0.6.0 owns mpijobs.kubeflow.org (v2beta1); we never render the v1 one."""
+    kustomization = yaml.safe_load(_render("kustomization.yaml.j2", **_template_vars(tmp_path)))
+    crd_patches = [p for p in kustomization["patches"] if p["target"]["kind"] == "CustomResourceDefinition"]
+    assert len(crd_patches) == 1
+    assert crd_patches[0]["target"] == {"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition",
+                                        "name": "mpijobs.kubeflow.org"}
+    patch = yaml.safe_load(crd_patches[0]["patch"])
+    assert patch["$patch"] == "delete" and patch["metadata"] == {"name": "mpijobs.kubeflow.org"}
+
+
+def test_manifests_never_apply_or_delete_the_mpijob_crd():
+    """The bare overlay (absent path, check mode on a first run) still holds the v1 CRD: the parse
+    task leaves it out, and the check task refuses a rendering that holds it."""
+    with open(os.path.join(ROLE, "tasks", "manifests.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    facts = [t for t in tasks if t.get("name") == "Locate the overlay and the kustomization directory"][0]
+    assert facts["ansible.builtin.set_fact"]["_training_operator_foreign_crds"] == ["mpijobs.kubeflow.org"]
+    parse = [t for t in tasks if t.get("name") == "Parse the manifests"][0]
+    assert "rejectattr('metadata.name', 'in', _training_operator_foreign_crds)" in \
+        parse["ansible.builtin.set_fact"]["_training_operator_resources"]
+    check = [t for t in tasks if t.get("name", "").startswith("Check the operator's rights")][0]
+    assert "_crds | select('in', _training_operator_foreign_crds) | list | length == 0" in check["ansible.builtin.assert"]["that"]
+
+
+@pytest.mark.parametrize("gang", ["", "volcano"])
+def test_gang_scheduler_flag_and_podgroup_rights(tmp_path, gang):
+    variables = _template_vars(tmp_path)
+    variables["training_operator_gang_scheduler"] = gang
+    kustomization = yaml.safe_load(_render("kustomization.yaml.j2", **variables))
+    args = [op for op in _patch(kustomization, "Deployment") if op["path"].endswith("/args")][0]["value"]
+    assert [a for a in args if a.startswith("--gang-scheduler-name")] == (["--gang-scheduler-name=volcano"] if gang else [])
+    assert args[0] == "--enable-scheme=pytorchjob"
+    rules = _patch(kustomization, "ClusterRole")[0]["value"]
+    podgroups = [r for r in rules if "podgroups" in r["resources"] and "scheduling.volcano.sh" in r["apiGroups"]]
+    assert len(podgroups) == 1
+    assert {"create", "get", "list", "watch", "update", "delete"} <= set(podgroups[0]["verbs"])
+
+
+def test_hostile_gang_scheduler_stays_one_argument(tmp_path):
+    variables = _template_vars(tmp_path)
+    variables["training_operator_gang_scheduler"] = "volcano\n          - --enable-scheme=mpijob"
+    kustomization = yaml.safe_load(_render("kustomization.yaml.j2", **variables))
+    args = [op for op in _patch(kustomization, "Deployment") if op["path"].endswith("/args")][0]["value"]
+    assert [a for a in args if a.startswith("--enable-scheme")] == ["--enable-scheme=pytorchjob"]
 
 
 def test_operator_leaves_a_lost_node_after_the_toleration_seconds(tmp_path):
@@ -151,6 +198,20 @@ def _cluster_role_resources(docs):
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
+    return _role_render(tmp_path_factory, {})
+
+
+@pytest.fixture(scope="module")
+def rendered_gang(tmp_path_factory):
+    return _role_render(tmp_path_factory, {"training_operator_gang_scheduler": "volcano"})
+
+
+@pytest.fixture(scope="module")
+def rendered_absent(tmp_path_factory):
+    return _role_render(tmp_path_factory, {"training_operator_state": "absent"}, checked=False)
+
+
+def _role_render(tmp_path_factory, extra, checked=True):
     module, kubectl = _module_dir(), _kubectl()
     if not module or not kubectl:
         pytest.skip("needs github.com/kubeflow/training-operator@%s in the Go module cache and kubectl "
@@ -169,7 +230,7 @@ def rendered(tmp_path_factory):
                  "training_operator_cache_dir": str(tmp_path / "cache" / "training-operator"),
                  "training_operator_kubectl": kubectl,
                  "_training_operator_module": {"Dir": module},
-                 "_training_operator_init_image": "trainfleet/pytorch-init:1.35.0-r4"},
+                 "_training_operator_init_image": "trainfleet/pytorch-init:1.35.0-r4", **extra},
         "tasks": [
             {"ansible.builtin.include_role": {"name": "trainfleet.training.training_operator", "tasks_from": "manifests.yml"}},
             {"ansible.builtin.copy": {"content": "{{ _training_operator_resources | to_json }}",
@@ -184,7 +245,8 @@ def rendered(tmp_path_factory):
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=PLAYBOOK_TIMEOUT)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert "Check the operator's rights are the PyTorchJob controller's only" in out
+    if checked:
+        assert "Check the operator's rights are the PyTorchJob controller's only" in out
     ours = json.loads((tmp_path / "resources.json").read_text())
     upstream = subprocess.run([kubectl, "kustomize", os.path.join(module, "manifests", "overlays", "standalone")],
                               capture_output=True, text=True, check=True, timeout=120).stdout
@@ -209,6 +271,30 @@ def test_role_renders_least_privilege_rbac(rendered):
     added = set(kinds) - set((d["kind"], d["metadata"]["name"]) for d in upstream)
     assert added == {("Role", "training-operator-webhook-cert"), ("RoleBinding", "training-operator-webhook-cert"),
                      ("ConfigMap", "training-operator-init-container")}
+    # the v1 MPIJob CRD is mpi-operator's name (v2beta1): never rendered, applied or deleted by us
+    removed = set((d["kind"], d["metadata"]["name"]) for d in upstream) - set(kinds)
+    assert removed == {("CustomResourceDefinition", "mpijobs.kubeflow.org")}
+
+
+def test_role_renders_the_gang_scheduler_flag(rendered_gang):
+    """With training_operator_gang_scheduler=volcano the role's own check task passes on what kubectl rendered."""
+    ours, _upstream = rendered_gang
+    deployment = [d for d in ours if d["kind"] == "Deployment"][0]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[:2] == ["--enable-scheme=pytorchjob", "--gang-scheduler-name=volcano"]
+    assert not [d for d in ours if d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == "mpijobs.kubeflow.org"]
+    assert [d for d in ours if d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == "pytorchjobs.kubeflow.org"]
+
+
+def test_absent_path_never_deletes_the_mpijob_crd(rendered_absent):
+    """training_operator_state=absent renders the bare upstream overlay (it holds the v1 MPIJob CRD):
+    the list it deletes must not hold mpijobs.kubeflow.org (mpi-operator's CRD, and every MPIJob)."""
+    ours, upstream = rendered_absent
+    assert ("CustomResourceDefinition", "mpijobs.kubeflow.org") in [(d["kind"], d["metadata"]["name"]) for d in upstream]
+    names = [(d["kind"], d["metadata"]["name"]) for d in ours]
+    assert ("CustomResourceDefinition", "mpijobs.kubeflow.org") not in names
+    assert ("CustomResourceDefinition", "pytorchjobs.kubeflow.org") in names
+    assert len(names) == len(upstream) - 1
 
 
 def test_init_container_template_is_restricted(rendered):
