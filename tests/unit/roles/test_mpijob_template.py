@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from tests.unit.roles.test_pytorchjob_template import (
-    IMAGE, RESTRICTED_CONTAINER, RESTRICTED_POD, ROOT, SHARED, _filters, _playbook, _resolve, contract, inventory_vars,
-    restricted_violations)
+    FIXTURES, IMAGE, RESTRICTED_CONTAINER, RESTRICTED_POD, ROOT, SHARED, TRAINER_RESULT, _filters, _job, _playbook, _pod,
+    _resolve, contract, inventory_vars, restricted_violations)
 
 PYTORCHJOB_ROLE = os.path.join(ROOT, "roles", "pytorchjob")
 ROLE = os.path.join(ROOT, "roles", "mpijob")
@@ -377,3 +377,56 @@ def test_train_launcher_is_checked_in_a_preflight_file():
     playbook = _load(os.path.join(ROOT, "playbooks", "train.yml"))[0]
     first = playbook["pre_tasks"][0]
     assert first["ansible.builtin.include_role"] == {"name": "trainfleet.training.mpijob", "tasks_from": "preflight_launcher.yml"}
+
+
+# --------------------------------------------------------------------------- the shared report, for an MPIJob
+
+
+def _mpi_report(tmp_path, status, rank0):
+    """roles/pytorchjob/tasks/report.yml with the mpijob role's kind, prefix and note (its mapping)."""
+    result_file = tmp_path / "outcome.json"
+    names = mapping()
+    extra = {
+        "_pytorchjob_decision": "no job named trainfleet-digits-mpi existed, submitted it",
+        "pytorchjob_name": "trainfleet-digits-mpi", "pytorchjob_namespace": "trainfleet",
+        "_pytorchjob_job_kind": names["_pytorchjob_job_kind"], "_pytorchjob_var_prefix": names["_pytorchjob_var_prefix"],
+        "_pytorchjob_rank0_note": names["_pytorchjob_rank0_note"],
+        "__pytorchjob_status": status, "__pytorchjob_rank0": rank0, "result_file": str(result_file),
+    }
+    extra_file = tmp_path / "extra.json"
+    extra_file.write_text(json.dumps(extra))
+    rc, out = _playbook([os.path.join(FIXTURES, "report.yml"), "-e", "@%s" % extra_file], tmp_path)
+    assert rc == 0, out
+    return json.loads(result_file.read_text()), out
+
+
+def _mpi_job(phase, failure=None):
+    job = _job(phase, failure=failure)
+    job["name"] = "trainfleet-digits-mpi"
+    job["pods"] = [_pod("trainfleet-digits-mpi-launcher-x7k2p", "launcher", 0, container="launcher"),
+                   _pod("trainfleet-digits-mpi-worker-0", "worker", 0, container="worker")]
+    return job
+
+
+def test_mpijob_report_is_the_pytorchjob_summary_with_the_launcher_as_rank0(tmp_path):
+    status = {"changed": False, "exists": True, "job": _mpi_job("Succeeded")}
+    rank0 = {"changed": False, "pod": "trainfleet-digits-mpi-launcher-x7k2p", "rank": 0, "method": "trainer-log",
+             "log": "...", "truncated": False, "trainer_result": TRAINER_RESULT}
+    outcome, out = _mpi_report(tmp_path, status, rank0)
+    assert outcome["failure"] is None, out
+    assert outcome["result"]["phase"] == "Succeeded"
+    assert outcome["result"]["rank0_pod"] == "trainfleet-digits-mpi-launcher-x7k2p"
+    assert "MPIJob trainfleet/trainfleet-digits-mpi: Succeeded" in out
+    assert ("rank 0: pod trainfleet-digits-mpi-launcher-x7k2p (decided by trainer-log; the launcher's log, "
+            "where mpirun prints every rank's output)") in out
+    assert "PyTorchJob" not in out
+
+
+def test_mpijob_failure_names_the_mpijob_variables(tmp_path):
+    failure = {"reason": "BackoffLimitExceeded", "message": "launcher failed", "pod": "trainfleet-digits-mpi-launcher-x7k2p",
+               "container": "launcher", "container_reason": "Error", "exit_code": 1, "log_tail": ["boom"], "events": []}
+    status = {"changed": False, "exists": True, "job": _mpi_job("Failed", failure=failure), "failed": True}
+    outcome, out = _mpi_report(tmp_path, status, {"skipped": True, "changed": False})
+    assert outcome["result"]["phase"] == "Failed"
+    assert outcome["failure"].startswith("MPIJob trainfleet/trainfleet-digits-mpi Failed: BackoffLimitExceeded")
+    assert "-e mpijob_rerun=true" in outcome["failure"]
