@@ -46,6 +46,8 @@ def case(step, inventory, variable, value, extra=None, quote=None, check=False, 
 TRAIN = {"pytorchjob_image": IMAGE}
 TORCHX = {"torchx_job_image": IMAGE}
 TORCHX_PLAYBOOK = "tests/adversarial/playbooks/torchx_job.yml"
+# train_launcher=mpijob (issue 12): the MPIJob with the trainer image's MPI variant.
+TRAIN_MPI = {"train_launcher": "mpijob", "mpijob_image": IMAGE + "-mpi"}
 # A real dataset directory (tests/adversarial/dataset) and the claim copy switched on.
 DATASET_DIR = str(ROOT / "tests" / "adversarial" / "dataset")
 DATASET = {"dataset_source": DATASET_DIR}
@@ -182,6 +184,31 @@ CASES = [
     case("train", "aws", "torchx_job_env", [{"name": "HF_Token", "value": "hf-literal-secret-0123456789"}],
          extra=TORCHX, quote='["HF_Token"]', playbook=TORCHX_PLAYBOOK),
     case("train", "aws", "torchx_job_manifest_dest", "MANIFEST_ESCAPE", extra=TORCHX, playbook=TORCHX_PLAYBOOK),
+    # train: the launcher (checked first, in roles/mpijob/tasks/preflight_launcher.yml) and the MPIJob's variables
+    case("train", "aws", "train_launcher", "slurm", extra=TRAIN),
+    case("train", "aws", "train_launcher", "mpijob" + NL, extra=TRAIN),
+    case("train", "aws", "train_launcher", INJECT, extra=TRAIN),
+    case("train", "aws", "mpijob_image", IMAGE + NL, extra={"train_launcher": "mpijob"}),
+    case("train", "aws", "mpijob_name", "job" + NL, extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_namespace", "kube system", extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_namespace", INJECT, extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_workers", 100000, extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_slots_per_worker", 1000, extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_trainer_epochs", BIG, extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_master_port", BIG, extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_ssh_port", 22, extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_ssh_auth_mount_path", "/home/trainer/../../etc", extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_sshd_command", ["/usr/sbin/sshd" + NL + "x"], extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_mpirun_extra_args", ["-np", "64"], extra=TRAIN_MPI, quote='"-np"'),
+    case("train", "aws", "mpijob_mpirun_extra_args", ["--hostfile=/etc/passwd"], extra=TRAIN_MPI, quote='"--hostfile=/etc/passwd"'),
+    case("train", "aws", "mpijob_launcher_memory_limit", "lots", extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_clean_pod_policy", "All", extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_wait_timeout", BIG, extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_log_dest", "/tmp/../etc/trainfleet.log", extra=TRAIN_MPI),
+    case("train", "aws", "mpijob_manifest_dest", "MANIFEST_ESCAPE", extra=TRAIN_MPI),
+    case("train", "aws", "pytorchjob_env_from", [{"secretRef": {"name": "x"}}], extra=TRAIN_MPI, quote='"secretRef"'),
+    # the settings an MPIJob shares with a PyTorchJob are checked under their own names
+    case("train", "aws", "pytorchjob_container_security_context", {"privileged": True}, extra=TRAIN_MPI),
     # dataset (a real source directory; every case refused before S3 or the cluster is asked)
     case("dataset", "aws", "dataset_source", "/nonexistent/trainfleet-dataset"),
     case("dataset", "aws", "dataset_source", DATASET_DIR + "/../dataset"),

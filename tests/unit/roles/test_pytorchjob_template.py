@@ -81,6 +81,16 @@ def _lookup(kind, *args, **_kwargs):
     raise AssertionError("unexpected lookup %s in the role defaults" % kind)
 
 
+def _holds_template(value):
+    if isinstance(value, str):
+        return "{{" in value
+    if isinstance(value, dict):
+        return any(_holds_template(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_template(v) for v in value)
+    return False
+
+
 def _resolve(variables):
     """Resolve templated defaults ("{{ ... }}") the way Ansible does lazily: repeat until stable."""
     env = jinja2.nativetypes.NativeEnvironment(undefined=jinja2.StrictUndefined)
@@ -94,6 +104,10 @@ def _resolve(variables):
                 try:
                     new = env.from_string(value).render(**resolved)
                 except jinja2.UndefinedError:
+                    continue
+                # A list or dict built from a variable not resolved yet would keep that variable's
+                # "{{ ... }}" inside it for good: wait for the next round (Ansible resolves lazily).
+                if not isinstance(new, str) and _holds_template(new):
                     continue
                 if new != value:
                     resolved[key] = new
