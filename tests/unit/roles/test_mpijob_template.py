@@ -148,7 +148,7 @@ def test_default_mpijob_launcher_and_workers():
         "python3", "-m", "trainer.train", "--dataset=digits", "--epochs=10", "--batch-size=64", "--backend=auto",
         "--output-dir=s3://trainfleet-data/training/trainfleet-digits-mpi"]
     worker = ctr(job, "Worker")
-    assert worker["command"] == ["/usr/sbin/sshd", "-De", "-f", "/etc/ssh/trainfleet_sshd_config"]
+    assert worker["command"] == ["/usr/sbin/sshd", "-De", "-f", "/etc/ssh/trainfleet/sshd_config"]
     assert "env" not in worker
     assert worker["ports"] == [{"name": "ssh", "containerPort": 2222, "protocol": "TCP"}]
     assert worker["readinessProbe"]["tcpSocket"]["port"] == 2222
