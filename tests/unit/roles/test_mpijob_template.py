@@ -188,8 +188,8 @@ def test_trainer_args_and_env_are_the_pytorchjobs():
                  "TRAINFLEET_OUTPUT_DIR", "AWS_REGION", "PYTHONUNBUFFERED"):
         assert name in names, name
     env = {e["name"]: e for e in ctr(job, "Launcher")["env"]}
-    assert env["AWS_SECRET_ACCESS_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "trainfleet-aws-local",
-                                                                          "key": "AWS_SECRET_ACCESS_KEY"}
+    assert env["AWS_SECRET_ACCESS_KEY"]["valueFrom"]["secretKeyRef"] == {
+        "name": "trainfleet-aws-local", "key": "AWS_SECRET_ACCESS_KEY"}
     assert "--bind-to" in command[:command.index("-x")]
 
 

@@ -121,7 +121,7 @@ def test_unschedulable_clock(fake_service, load):
     assert clock.observe("Created", 100.0)[2] == 0.0
     assert clock.observe("Created", 130.0)[1].startswith("gang mnist cannot be placed")
     assert clock.since == 100.0
-    assert clock.observe("Created", 140.0) [1:] == (None, 0.0)  # placed: the count starts again
+    assert clock.observe("Created", 140.0)[1:] == (None, 0.0)  # placed: the count starts again
     assert clock.observe("Created", 150.0)[2] == 0.0
     assert clock.observe("Created", 175.0)[2] == 25.0
 

@@ -79,8 +79,8 @@ def test_mpirun_rank_lines_parse_old_and_new():
     assert dist.launched_by(env) == "mpirun"
     lines = []
     for r in range(4):
-        rank, local_rank, world, group, launched = dist.env_ranks(dict(env, OMPI_COMM_WORLD_RANK=str(r),
-                                                                          OMPI_COMM_WORLD_LOCAL_RANK=str(r % 2)))
+        rank, local_rank, world, group, launched = dist.env_ranks(
+            dict(env, OMPI_COMM_WORLD_RANK=str(r), OMPI_COMM_WORLD_LOCAL_RANK=str(r % 2)))
         assert launched
         lines.append(dist.DistContext(rank=rank, local_rank=local_rank, world_size=world, group_rank=group,
                                       launcher="mpirun").rank_line())

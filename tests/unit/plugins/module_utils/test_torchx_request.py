@@ -105,8 +105,8 @@ def test_patch_makes_the_pods_restricted():
         assert pod["automountServiceAccountToken"] is False
         assert "serviceAccountName" not in pod and "nodeSelector" not in pod
         container = pod["containers"][0]
-        assert container["securityContext"] == {"allowPrivilegeEscalation": False, "privileged": False,
-                                                 "capabilities": {"drop": ["ALL"]}}
+        assert container["securityContext"] == {
+            "allowPrivilegeEscalation": False, "privileged": False, "capabilities": {"drop": ["ALL"]}}
         assert all("hostPath" not in volume for volume in pod["volumes"])
         assert pod["volumes"][0]["emptyDir"] == {"medium": "Memory", "sizeLimit": "256Mi"}
 
@@ -225,8 +225,8 @@ def test_render_with_the_installed_torchx():
 
 def test_render_is_deterministic_apart_from_torchx_random_suffix():
     import torchx  # noqa: F401  (pinned in requirements.txt: a missing torchx fails, never skips)
-    first, _ = tr.render(spec())
-    second, _ = tr.render(spec())
+    first = tr.render(spec())[0]
+    second = tr.render(spec())[0]
     assert first == second
 
 
