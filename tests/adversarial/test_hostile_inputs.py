@@ -140,6 +140,14 @@ CASES = [
          extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),
     # train
     case("train", "aws", "pytorchjob_name", "job" + NL, extra=TRAIN),
+    # the etcd rendezvous (issue 12): the etcd the role starts next to the job
+    case("train", "aws", "pytorchjob_etcd_image", IMAGE + NL,
+         extra=dict(TRAIN, pytorchjob_elastic=True, pytorchjob_elastic_rdzv_backend="etcd")),
+    case("train", "aws", "pytorchjob_etcd_port", 70000,
+         extra=dict(TRAIN, pytorchjob_elastic=True, pytorchjob_elastic_rdzv_backend="etcd-v2", pytorchjob_etcd_image=IMAGE)),
+    # the launchers step (issue 12): only the controllers it knows
+    case("launchers", "aws", "platform_launchers", ["kueue"]),
+    case("launchers", "aws", "platform_launchers", "mpi_operator" + NL),
     case("train", "aws", "pytorchjob_namespace", "kube system", extra=TRAIN),
     case("train", "aws", "pytorchjob_worker_replicas", 100000, extra=TRAIN),
     case("train", "aws", "pytorchjob_nproc_per_node", 1000, extra=TRAIN),
