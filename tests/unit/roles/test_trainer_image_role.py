@@ -24,6 +24,8 @@ TIMEOUT = 300
 REPO = "localhost:5001/trainfleet/trainer"
 VARIANTS_TASK = "Assert the image variants are valid"
 MARK = "TRAINER_IMAGE_CASE "
+REFS_MSG = "{{ {'case': %s, 'refs': trainer_image_variant_refs, 'is_mapping': trainer_image_variant_refs is mapping} | to_json }}"
+PUSH_MSG = "{{ {'case': 'push-' ~ _trainer_image_variant, 'ref': _ref, 'built': _built | bool} | to_json }}"
 
 # id -> (variables, refused by the variants' assert)
 CASES = {
@@ -123,11 +125,8 @@ def test_variant_refs_and_built_flags(tmp_path):
             "vars": {"trainer_image_variants": variants, "trainer_image_ref": REPO + ":0123456789ab",
                      "__trainer_image_variant_builds": builds, "ansible_python_interpreter": sys.executable},
             "tasks": [name_task,
-                      {"ansible.builtin.debug": {"msg": MARK + ("{{ {'case': %s, 'refs': trainer_image_variant_refs, "
-                                                                 "'is_mapping': trainer_image_variant_refs is mapping} | to_json }}")
-                                                 % json.dumps("refs-%d" % len(variants))}},
-                      {"ansible.builtin.debug": {"msg": MARK + ("{{ {'case': 'push-' ~ _trainer_image_variant, 'ref': _ref, "
-                                                                 "'built': _built | bool} | to_json }}")},
+                      {"ansible.builtin.debug": {"msg": MARK + REFS_MSG % json.dumps("refs-%d" % len(variants))}},
+                      {"ansible.builtin.debug": {"msg": MARK + PUSH_MSG},
                        "vars": {"_ref": ref.replace("_trainer_image_push_ref", "x"), "_built": built},
                        "loop": "{{ trainer_image_variants }}", "loop_control": {"loop_var": "_trainer_image_variant"}}]})
     rc, out = _playbook(tmp_path, results)
