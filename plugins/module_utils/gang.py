@@ -164,6 +164,12 @@ def pending_reason(job_phase, podgroup, events=None):
         ", queue %s" % summary["queue"] if summary["queue"] else "")
     if resources:
         head += ": insufficient %s" % ", ".join(resources)
+    elif summary.get("min_resources"):
+        # Volcano's enqueue action refuses a gang bigger than the queue or the cluster before any
+        # pod exists (reason NotEnoughResources): name what the gang as a whole asks for.
+        head += ": %s for the gang's minResources %s" % (
+            (unschedulable or {}).get("reason") or "not enough resources",
+            ", ".join("%s=%s" % (key, value) for key, value in sorted(summary["min_resources"].items())))
     return "%s; %s" % (head, "; ".join(texts)) if texts else head
 
 

@@ -59,9 +59,24 @@ def test_pending_reason_names_the_resources(load, phase):
 
 def test_pending_reason_from_the_condition_alone(load):
     reason = gang.pending_reason("Created", load("podgroups", "inqueue_unschedulable"), [])
-    assert reason.startswith("gang mnist cannot be placed (PodGroup Inqueue, minMember 2, queue default); ")
+    assert reason.startswith("gang mnist cannot be placed (PodGroup Inqueue, minMember 2, queue default): ")
+    # no resource named in the messages: the gang's own minResources are
+    assert "for the gang's minResources " in reason
     assert reason.endswith("2/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable; "
                            "Pending: 2 Unschedulable")
+
+
+def test_pending_reason_of_a_gang_the_enqueue_action_refuses():
+    """Seen live (Volcano v1.10.0, proportion): a gang bigger than the cluster stays Pending before any pod exists."""
+    podgroup = {"metadata": {"name": "launchers-nofit"},
+                "spec": {"minMember": 2, "minResources": {"cpu": "2k", "memory": "1Gi"}, "queue": "team-a"},
+                "status": {"phase": "Pending", "conditions": [
+                    {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
+                     "message": "2/0 tasks in gang unschedulable: pod group is not ready, 2 minAvailable",
+                     "lastTransitionTime": "2026-11-26T16:39:42Z"}]}}
+    reason = gang.pending_reason("Created", podgroup, [])
+    assert reason.startswith("gang launchers-nofit cannot be placed (PodGroup Pending, minMember 2, queue team-a): "
+                             "NotEnoughResources for the gang's minResources cpu=2k, memory=1Gi; ")
 
 
 def test_pending_reason_from_the_events_alone(load):
