@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import traceback
 
@@ -416,6 +417,11 @@ class PodWatch(object):
             if shutdown is not None:
                 shutdown()
             else:
+                # urllib3 1.x (torchx pins it) has no HTTPResponse.shutdown(), and close() does not
+                # wake a reader blocked in recv() on another thread: shutting the socket down does.
+                sock = _response_socket(resp)
+                if sock is not None:
+                    sock.shutdown(socket.SHUT_RDWR)
                 resp.close()
         except Exception:  # pylint: disable=broad-except
             # already closed or released: nothing is blocked on it any more
@@ -453,6 +459,16 @@ class PodWatch(object):
         self._watcher.stop()
         if resp is not None:
             self._shutdown(resp)
+
+
+def _response_socket(resp):
+    """The socket under a urllib3 1.x response (its connection's, or the one its body reads from), or None."""
+    connection = getattr(resp, "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        return sock
+    raw = getattr(getattr(getattr(resp, "_fp", None), "fp", None), "raw", None)
+    return getattr(raw, "_sock", None)
 
 
 def iter_lines(chunks):
