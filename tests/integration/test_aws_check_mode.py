@@ -64,7 +64,7 @@ STEPS = {
         "(cluster not created yet: check mode, nothing to compare)",
     ]),
     "training_operator": ("Training operator", [
-        "check mode: skipped applying the 14 rendered resources and waiting for the controller",
+        "check mode: skipped applying the 13 rendered resources and waiting for the controller",
         "does not exist because the cluster step only planned the cluster",
     ]),
     "storage": ("Shared storage", [
