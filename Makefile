@@ -6,7 +6,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export TRAINFLEET_CACHE ?= $(HOME)/.cache/trainfleet
 REPORTS := $(CURDIR)/out/test-reports
 
-.PHONY: setup demo cold-demo test lint sanity unit integration collection-test adversarial trainer-test molecule molecule-default molecule-existing bench-trainer teardown clean help
+.PHONY: setup demo cold-demo test test-fast lint sanity unit integration collection-test adversarial trainer-test molecule molecule-default molecule-existing bench-trainer teardown clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -24,8 +24,11 @@ demo: setup  ## the whole pipeline on the embedded default (inventories/local)
 cold-demo: setup  ## make demo as on a new machine: empty temporary cache, no trainfleet images; prints each step's time (not in make test)
 	@bash scripts/cold_demo.sh
 
-test: setup  ## every test: lint, sanity, unit, integration, collection, adversarial, trainer, molecule
+test: setup  ## every test: molecule default + existing in the background beside lint, sanity, unit, integration, collection, adversarial, trainer, molecule aws; prints each suite's time
 	@bash scripts/test.sh all
+
+test-fast: setup  ## the inner loop: lint, sanity, unit; prints each suite's time
+	@bash scripts/test.sh fast
 
 lint: setup  ## ansible-lint (production profile)
 	@bash scripts/test.sh lint

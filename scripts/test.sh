@@ -11,6 +11,31 @@ export PYTHONDONTWRITEBYTECODE=1
 
 step() { printf '\n==> %s (%s)\n' "$1" "$(date +%H:%M:%S)"; }
 
+# Processes pytest runs the unit, integration and adversarial suites in (pytest-xdist). Their cases
+# start ansible-playbook, one core each; 2 fills this project's 2-core machines.
+# TRAINFLEET_TEST_WORKERS=1 runs them in one process. $1: how xdist hands out the tests: loadfile
+# (whole files per process: a file's module fixtures run once) or load (test by test: the
+# adversarial cases, each process with its own moto server and fake cluster).
+WORKERS=${TRAINFLEET_TEST_WORKERS:-2}
+xdist() { if [ "$WORKERS" -gt 1 ] 2>/dev/null; then echo "-n $WORKERS --dist $1"; fi; }
+
+# Each suite's clock: name, seconds and exit status, one line each in $CLOCKS; the table is printed
+# at the end of make test and make test-fast, also when a suite failed.
+CLOCKS=$REPORTS/suite-times.tsv
+timed() {
+  local name=$1 start rc=0
+  shift
+  start=$(date +%s)
+  "$@" || rc=$?
+  printf '%s\t%s\t%s\n' "$name" "$(( $(date +%s) - start ))" "$rc" >> "$CLOCKS"
+  return "$rc"
+}
+print_clocks() {
+  [ -s "$CLOCKS" ] || return 0
+  printf '\n==> suite times\n'
+  awk -F'\t' '{ printf "  %-20s %4dm%02ds  %s\n", $1, $2 / 60, $2 % 60, ($3 == 0 ? "passed" : "FAILED (exit " $3 ")") }' "$CLOCKS"
+}
+
 run_lint() {
   step "ansible-lint (production profile)"
   ansible-lint --profile production --format full
@@ -28,14 +53,14 @@ run_sanity() {
 run_unit() {
   step "pytest tests/unit"
   TRAINFLEET_REQUIRE_EKSCTL_SCHEMA=${TRAINFLEET_REQUIRE_EKSCTL_SCHEMA:-1} \
-    python -m pytest -q -rsx tests/unit --junitxml="$REPORTS/unit.xml"
+    python -m pytest -q -rsx $(xdist loadfile) tests/unit --junitxml="$REPORTS/unit.xml"
 }
 
 # site.yml --check on inventories/aws (CPU example) against a moto server of its own: nothing is
 # created, every step reports its plan or why it needs the cluster check mode does not create.
 run_integration() {
   step "pytest tests/integration"
-  python -m pytest -q tests/integration --junitxml="$REPORTS/integration.xml"
+  python -m pytest -q $(xdist loadfile) tests/integration --junitxml="$REPORTS/integration.xml"
 }
 
 # The collection as users get it: ansible-galaxy build + install into a temp path, ansible-doc of
@@ -51,7 +76,7 @@ run_collection() {
 # leaked (figures in out/test-reports/adversarial-figures.json). A few minutes.
 run_adversarial() {
   step "pytest tests/adversarial"
-  python -m pytest -q tests/adversarial --junitxml="$REPORTS/adversarial.xml"
+  python -m pytest -q $(xdist load) tests/adversarial --junitxml="$REPORTS/adversarial.xml"
 }
 
 # trainer/tests/test_mpirun.py runs the trainer under a real OpenMPI mpirun; without one it fails.
@@ -88,20 +113,100 @@ run_trainer() {
 # itself, after default has destroyed its cluster: the two never run at once).
 MOLECULE_SCENARIOS=${MOLECULE_SCENARIOS:-aws default existing}
 
+run_scenario() {
+  local s=$1
+  [ -f "molecule/$s/molecule.yml" ] || { echo "no scenario molecule/$s" >&2; return 1; }
+  step "molecule test -s $s"
+  molecule test -s "$s" || return 1
+  echo "<testsuite name=\"molecule-$s\" tests=\"1\" failures=\"0\"><testcase name=\"$s\"/></testsuite>" > "$REPORTS/molecule-$s.xml"
+}
+
 run_molecule() {
-  local scenarios
+  local scenarios s
   read -r -a scenarios <<< "$MOLECULE_SCENARIOS"
   for s in "${scenarios[@]}"; do
-    [ -f "molecule/$s/molecule.yml" ] || { echo "no scenario molecule/$s" >&2; exit 1; }
-    step "molecule test -s $s"
-    molecule test -s "$s"
-    echo "<testsuite name=\"molecule-$s\" tests=\"1\" failures=\"0\"><testcase name=\"$s\"/></testsuite>" > "$REPORTS/molecule-$s.xml"
+    timed "molecule-$s" run_scenario "$s" || return 1
   done
 }
 
 check_reports() {
   step "test count"
   python scripts/count_tests.py "$REPORTS"
+}
+
+# make test runs two lanes at once. The live lane (molecule default, then existing: one kind
+# cluster at a time) spends most of its time waiting on the cluster; the compute lane runs every
+# other suite, one after the other, beside it. The live lane's output goes to $LIVE_LOG; while the
+# compute lane is done and the live lane is not, one line every 30 s says what it is doing; a
+# failed live lane prints the last 200 lines of its log.
+LIVE_LOG=$ROOT/out/test-live.log
+LIVE_SCENARIOS=${LIVE_SCENARIOS:-default existing}
+
+stop_live() {
+  # The live lane runs in a session of its own (setsid): this stops it and every process it started.
+  [ -n "${LIVE_PID:-}" ] && kill -0 "$LIVE_PID" 2>/dev/null || return 0
+  kill -TERM -- "-$LIVE_PID" 2>/dev/null || true
+  for _ in $(seq 20); do kill -0 "$LIVE_PID" 2>/dev/null || return 0; sleep 1; done
+  kill -KILL -- "-$LIVE_PID" 2>/dev/null || true
+}
+
+compute_lane() {
+  timed lint run_lint &&
+    timed sanity run_sanity &&
+    timed unit run_unit &&
+    timed integration run_integration &&
+    timed collection run_collection &&
+    timed adversarial run_adversarial &&
+    timed trainer run_trainer &&
+    MOLECULE_SCENARIOS=aws run_molecule
+}
+
+wait_live() {
+  local pid=$1 started=$2 last
+  while kill -0 "$pid" 2>/dev/null; do
+    last=$(tail -c 4000 "$LIVE_LOG" 2>/dev/null | tr -d '\r' | sed 's/\x1b\[[0-9;]*m//g' | grep -v '^[[:space:]│]*$' | tail -n 1 | cut -c1-160)
+    printf '  live lane (%s) running, %dm%02ds: %s\n' "$LIVE_SCENARIOS" $(( ($(date +%s) - started) / 60 )) \
+      $(( ($(date +%s) - started) % 60 )) "$last"
+    for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+  done
+  wait "$pid"
+}
+
+run_all() {
+  local start rc_compute=0 rc_live=0
+  rm -rf "$REPORTS"; mkdir -p "$REPORTS"
+  start=$(date +%s)
+  step "live lane: molecule $LIVE_SCENARIOS in the background (log: ${LIVE_LOG#"$ROOT"/})"
+  MOLECULE_SCENARIOS=$LIVE_SCENARIOS setsid bash "$ROOT/scripts/test.sh" molecule > "$LIVE_LOG" 2>&1 < /dev/null &
+  LIVE_PID=$!
+  trap stop_live EXIT
+  compute_lane || rc_compute=$?
+  if [ "$rc_compute" -ne 0 ]; then
+    step "the compute lane failed: stopping the live lane (its log: ${LIVE_LOG#"$ROOT"/}; the next make test's molecule starts by destroying what it left)"
+    stop_live
+  fi
+  step "waiting for the live lane"
+  wait_live "$LIVE_PID" "$start" || rc_live=$?
+  if [ "$rc_live" -ne 0 ]; then
+    step "the live lane failed: the last 200 lines of ${LIVE_LOG#"$ROOT"/}"
+    tail -n 200 "$LIVE_LOG"
+  fi
+  print_clocks
+  [ "$rc_compute" -eq 0 ] && [ "$rc_live" -eq 0 ] || exit 1
+  check_reports
+  echo "make test: all suites passed in $(( $(date +%s) - start ))s"
+}
+
+# make test-fast: the inner loop (lint, sanity, unit), one after the other.
+run_fast() {
+  local start rc=0
+  rm -rf "$REPORTS"; mkdir -p "$REPORTS"
+  start=$(date +%s)
+  { timed lint run_lint && timed sanity run_sanity && timed unit run_unit; } || rc=$?
+  print_clocks
+  [ "$rc" -eq 0 ] || exit 1
+  check_reports
+  echo "make test-fast: lint, sanity and unit passed in $(( $(date +%s) - start ))s"
 }
 
 case "${1:-all}" in
@@ -113,19 +218,7 @@ case "${1:-all}" in
   adversarial) run_adversarial ;;
   trainer) run_trainer ;;
   molecule) run_molecule ;;
-  all)
-    rm -rf "$REPORTS"; mkdir -p "$REPORTS"
-    start=$(date +%s)
-    run_lint
-    run_sanity
-    run_unit
-    run_integration
-    run_collection
-    run_adversarial
-    run_trainer
-    run_molecule
-    check_reports
-    echo "make test: all suites passed in $(( $(date +%s) - start ))s"
-    ;;
-  *) echo "usage: $0 [all|lint|sanity|unit|integration|collection|adversarial|trainer|molecule]" >&2; exit 2 ;;
+  fast) run_fast ;;
+  all) run_all ;;
+  *) echo "usage: $0 [all|fast|lint|sanity|unit|integration|collection|adversarial|trainer|molecule]" >&2; exit 2 ;;
 esac

@@ -41,6 +41,10 @@ FAKE_SECRETS = {
     "AWS_SESSION_TOKEN": "adversarialFakeSessionToken0123456789abcdefFAKE",
 }
 FAKE_KUBE_TOKEN = "adversarialFakeKubeToken0123456789abcdef"
+# Each test process writes its figures here; the controlling process adds them up at the end.
+REPORTS = ROOT / "out" / "test-reports"
+FIGURES_PARTS = REPORTS / "adversarial-figures.parts"
+FIGURE_COUNTS = ("refused", "created", "leaked", "api_calls")
 REQUEST_RE = re.compile(r'"(GET|POST|PUT|DELETE|HEAD|PATCH) [^"]*" \d{3}')
 
 
@@ -198,3 +202,26 @@ def world(tmp_path_factory):
         pytest.fail(str(exc))
     finally:
         cluster.close()
+
+
+def _controller(session):
+    return not hasattr(session.config, "workerinput")
+
+
+def pytest_sessionstart(session):
+    if _controller(session):
+        shutil.rmtree(str(FIGURES_PARTS), ignore_errors=True)
+
+
+def pytest_sessionfinish(session, exitstatus):  # pylint: disable=unused-argument
+    """The suite's figures: the parts of every test process added up (cases is the whole list)."""
+    if not _controller(session) or not FIGURES_PARTS.is_dir():
+        return
+    parts = [json.loads(p.read_text()) for p in sorted(FIGURES_PARTS.glob("*.json"))]
+    shutil.rmtree(str(FIGURES_PARTS), ignore_errors=True)
+    if not parts:
+        return
+    figures = {"cases": parts[0]["cases"]}
+    figures.update((key, sum(part[key] for part in parts)) for key in FIGURE_COUNTS)
+    (REPORTS / "adversarial-figures.json").write_text(json.dumps(figures, indent=2) + "\n")
+    print("\nadversarial figures: %s" % json.dumps(figures))

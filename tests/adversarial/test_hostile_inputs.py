@@ -14,7 +14,8 @@ server and an unreachable cluster (tests/adversarial/conftest.py). For every cas
 
 The steps on the local platform run with --check (a case that were not refused must not touch
 this machine's Docker engine); the AWS steps run for real against the private endpoint.
-A summary (cases, refused, created, leaked) is written to out/test-reports/adversarial-figures.json.
+A summary (cases, refused, created, leaked) is written to out/test-reports/adversarial-figures.json
+(each pytest-xdist process writes its part; conftest.py adds them up).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import re
 import pytest
 import yaml
 
-from tests.adversarial.conftest import FAKE_SECRETS, ROOT
+from tests.adversarial.conftest import FAKE_SECRETS, FIGURES_PARTS, ROOT
 
 NL = "\n"
 BIG = 10 ** 12
@@ -343,11 +344,11 @@ def failed_task(out):
 
 @pytest.fixture(scope="module", autouse=True)
 def figures():
+    """This process's counts; conftest.pytest_sessionfinish adds up every process's part."""
     yield FIGURES
-    reports = ROOT / "out" / "test-reports"
-    reports.mkdir(parents=True, exist_ok=True)
-    (reports / "adversarial-figures.json").write_text(json.dumps(FIGURES, indent=2) + "\n")
-    print("\nadversarial figures: %s" % json.dumps(FIGURES))
+    FIGURES_PARTS.mkdir(parents=True, exist_ok=True)
+    part = FIGURES_PARTS / ("%s.json" % os.environ.get("PYTEST_XDIST_WORKER", "main"))
+    part.write_text(json.dumps(FIGURES) + "\n")
 
 
 @pytest.mark.parametrize("item", CASES, ids=_ids())
