@@ -23,7 +23,7 @@ LOCAL = "localhost:5001/trainfleet/mpi-operator:v0.6.0"
 class Cluster(object):
     """`has`: {node: set of containerd references}; loads add to it."""
 
-    def __init__(self, nodes=NODES, has=None, fail_load=False, get_rc=0, timeout_on=None):
+    def __init__(self, nodes=tuple(NODES), has=None, fail_load=False, get_rc=0, timeout_on=None):
         self.nodes = list(nodes)
         self.has = {n: set((has or {}).get(n, ())) for n in self.nodes}
         self.fail_load = fail_load
