@@ -30,6 +30,8 @@ import json
 import mimetypes
 import os
 
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
+
 META_SHA256 = "trainfleet-sha256"
 META_DATASET = "trainfleet-dataset"
 CHUNK = 1024 * 1024
@@ -37,7 +39,7 @@ CHUNK = 1024 * 1024
 DATA_SUFFIXES = (".npz", ".csv")
 
 
-class SyncError(Exception):
+class SyncError(TrainfleetError):
     """The source or the destination cannot be synced; the message says why."""
 
 

@@ -15,6 +15,8 @@ __metaclass__ = type
 import copy
 import re
 
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
+
 try:
     import yaml
 except ImportError:
@@ -79,7 +81,7 @@ _LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-
 _NODE_ROLE_ARN_RE = re.compile(r"^arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_-]{1,64}\Z")
 
 
-class EksctlConfigError(Exception):
+class EksctlConfigError(TrainfleetError):
     """A bad input; the message names the option and what was expected."""
 
 

@@ -19,7 +19,7 @@ import re
 import threading
 import time
 
-from ansible_collections.trainfleet.training.plugins.module_utils.errors import PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
 from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import (
     BENIGN_WAITING_REASONS,
     EPOCH,
@@ -362,7 +362,7 @@ def log_tail(service, namespace, pod, container, lines, previous_first=False):
             chunks = service.iter_log(namespace, pod, container=container, tail_lines=lines,
                                       previous=previous)
             text = list(iter_lines(chunks))
-        except PyTorchJobError as exc:
+        except TrainfleetError as exc:
             errors.append(exc.msg)
             continue
         if text:
@@ -494,7 +494,7 @@ class PodFailureWatch(object):
                 started = self.clock()
                 try:
                     self._round(min(remaining, self.round_seconds))
-                except PyTorchJobError as exc:
+                except TrainfleetError as exc:
                     self.error = exc.msg
                     self._poll()
                     self._stop.wait(min(self.round_seconds, max(0, deadline - self.clock())))
@@ -525,7 +525,7 @@ class PodFailureWatch(object):
         try:
             for pod in self.service.list_pods(self.namespace, self.name):
                 self.recorder.observe(pod)
-        except PyTorchJobError:
+        except TrainfleetError:
             pass
 
     def stop(self):
@@ -576,7 +576,7 @@ def diagnose(service, params, summary, pod=None, container=None, job=None, snaps
     if params["event_limit"] > 0 or fallback:
         try:
             events = service.list_events(namespace, list(dict.fromkeys(names)))
-        except PyTorchJobError as exc:
+        except TrainfleetError as exc:
             failure["events_error"] = exc.msg
     if fallback:
         complete_failure(failure, job, snapshots, events, live)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.trainfleet.training.plugins.module_utils.errors import PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
 
 GROUP = "scheduling.volcano.sh"
 VERSION = "v1beta1"
@@ -183,14 +183,14 @@ def describe(service, namespace, name, job_phase):
         return None, None
     try:
         podgroup = get(namespace, name)
-    except PyTorchJobError:
+    except TrainfleetError:
         # what the PodGroup says is an addition to the job's state, never a reason to fail
         return None, None
     if not podgroup:
         return None, None
     try:
         events = service.list_events(namespace, [name])
-    except PyTorchJobError:
+    except TrainfleetError:
         events = []
     summary = podgroup_summary(podgroup, events)
     return summary, pending_reason(job_phase, podgroup, events)

@@ -20,16 +20,18 @@ import signal
 import subprocess
 import time
 
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
+
 SOURCES = ("build", "pull", "auto")
 # Last characters of a failing command's output kept in a reason.
 DETAIL_CHARS = 300
 
 
-class SourceError(Exception):
+class SourceError(TrainfleetError):
     """The configured source cannot be honoured; the message names the setting."""
 
 
-class CommandTimeout(Exception):
+class CommandTimeout(TrainfleetError):
     """A command ran longer than its timeout and was killed."""
 
 

@@ -9,7 +9,7 @@ The module parses its options and calls one_job or all_jobs with a TrainJobServi
 from __future__ import annotations
 
 from ansible_collections.trainfleet.training.plugins.module_utils import forensics, gang
-from ansible_collections.trainfleet.training.plugins.module_utils.errors import JobNotFoundError, PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import JobNotFoundError, TrainfleetError
 from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import (
     PHASE_FAILED,
     is_terminal_phase,
@@ -98,7 +98,7 @@ def _wait(module, service, kind, result):
 def _raise_for_outcome(service, params, kind, summary, wait_result, result):
     namespace, name = params["namespace"], params["name"]
     if wait_result.outcome == OUTCOME_FAILED:
-        raise PyTorchJobError(forensics.failure_message(summary), **result)
+        raise TrainfleetError(forensics.failure_message(summary), **result)
     if wait_result.outcome == OUTCOME_POD_PROBLEM:
         problem = wait_result.problem_pods[0]
         current = dict((p["name"], p) for p in summary["pods"]).get(problem["name"], problem)
@@ -108,7 +108,7 @@ def _raise_for_outcome(service, params, kind, summary, wait_result, result):
                 container = entry
                 break
         failure = forensics.diagnose(service, params, summary, pod=current, container=container)
-        raise PyTorchJobError(
+        raise TrainfleetError(
             "%s %s/%s cannot start: pod %s container %s is %s: %s" % (
                 kind.label, namespace, name, failure["pod"], failure["container"], failure["container_reason"],
                 failure.get("message") or "-"), **result)
@@ -117,10 +117,10 @@ def _raise_for_outcome(service, params, kind, summary, wait_result, result):
         try:
             events = forensics.recent_events(
                 service.list_events(namespace, [name] + [p["name"] for p in summary["pods"]]), params["event_limit"])
-        except PyTorchJobError:
+        except TrainfleetError:
             pass
         result["events"] = events
-        raise PyTorchJobError(
+        raise TrainfleetError(
             "Timed out after %ss waiting for %s %s/%s to reach %s: phase is %s; pods: %s%s" % (
                 params["wait_timeout"], kind.label, namespace, name, params["wait_for"], summary["phase"],
                 pods_text(summary["pods"]),
@@ -128,7 +128,7 @@ def _raise_for_outcome(service, params, kind, summary, wait_result, result):
 
 
 def one_job(module, service, kind):
-    """The job named by the name option: summary, optionally waited for; raises PyTorchJobError
+    """The job named by the name option: summary, optionally waited for; raises TrainfleetError
     (with the result as details) when the wait ends on a failure or the timeout."""
     params = module.params
     namespace, name = params["namespace"], params["name"]
@@ -177,12 +177,12 @@ def timeline(service, namespace, job, pods, kind):
     errors = []
     try:
         events = service.list_events(namespace, [name] + [(p.get("metadata") or {}).get("name") for p in pods])
-    except PyTorchJobError as exc:
+    except TrainfleetError as exc:
         events = []
         errors.append(exc.msg)
     try:
         rank0, rendezvous, first_epoch, log_errors = read_rank0_times(service, namespace, pods, kind)
-    except PyTorchJobError as exc:
+    except TrainfleetError as exc:
         rank0 = rendezvous = first_epoch = None
         log_errors = [exc.msg]
     result = job_timeline(job, pods, events, rank0, rendezvous, first_epoch)

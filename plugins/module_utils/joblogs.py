@@ -14,7 +14,7 @@ import hashlib
 import os
 import tempfile
 
-from ansible_collections.trainfleet.training.plugins.module_utils.errors import LogReadError, PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import LogReadError, TrainfleetError
 from ansible_collections.trainfleet.training.plugins.module_utils.jobstatus import pod_summary, replica_sort_key
 from ansible_collections.trainfleet.training.plugins.module_utils.k8s import iter_lines
 from ansible_collections.trainfleet.training.plugins.module_utils.ranks import (
@@ -230,7 +230,7 @@ def rank0_log(module, service, kind, summaries, pods):
     params = module.params
     namespace, name = params["namespace"], params["name"]
     if not pods:
-        raise PyTorchJobError(
+        raise TrainfleetError(
             "%s %s/%s has no pods: not started yet, or removed by its cleanPodPolicy or "
             "ttlSecondsAfterFinished." % (kind.label, namespace, name))
     infos, scanned = scan_ranks(service, params, namespace, pods, summaries, kind)

@@ -25,7 +25,7 @@ from ansible_collections.trainfleet.training.plugins.module_utils.errors import 
     CrdMissingError,
     JobNotFoundError,
     LogReadError,
-    PyTorchJobError,
+    TrainfleetError,
     WatchExpiredError,
 )
 from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import PYTORCHJOB
@@ -151,7 +151,7 @@ def _api_message(exc):
 
 class TrainJobService(object):
     """The API calls the modules make about one kind of job (a jobkinds.JobKind). Every method
-    returns plain dicts (the server's JSON) and raises errors.PyTorchJobError subclasses, never
+    returns plain dicts (the server's JSON) and raises errors.TrainfleetError subclasses, never
     kubernetes exceptions."""
 
     def __init__(self, api_client, kind=PYTORCHJOB, request_timeout=DEFAULT_REQUEST_TIMEOUT):
@@ -165,7 +165,7 @@ class TrainJobService(object):
     # ---------------------------------------------------------------- errors
 
     def _translate(self, exc, what):
-        if isinstance(exc, PyTorchJobError):
+        if isinstance(exc, TrainfleetError):
             return exc
         if isinstance(exc, ApiException):
             status = getattr(exc, "status", None)
@@ -179,7 +179,7 @@ class TrainJobService(object):
         if isinstance(exc, (Urllib3HTTPError, IOError, OSError)):
             return ApiUnreachableError("Cannot reach the Kubernetes API server %s to %s: %s"
                                        % (self.host, what, exc))
-        return PyTorchJobError("Failed to %s: %s" % (what, exc))
+        return TrainfleetError("Failed to %s: %s" % (what, exc))
 
     def _raw_get(self, path):
         data = self.api_client.call_api(
@@ -262,7 +262,7 @@ class TrainJobService(object):
             if exc.status == 404:
                 raise self._crd_missing()
             raise self._translate(exc, "watch %s %s/%s" % (self.kind.label, namespace, name))
-        except PyTorchJobError:
+        except TrainfleetError:
             raise
         except Exception as exc:  # pylint: disable=broad-except
             raise self._translate(exc, "watch %s %s/%s" % (self.kind.label, namespace, name))

@@ -17,14 +17,14 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.trainfleet.training.plugins.module_utils.errors import PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
 from ansible_collections.trainfleet.training.plugins.module_utils.image_source import CommandTimeout, run_command
 
 LIST_TIMEOUT = 60
 FIND_DEPTH = 3
 
 
-class KindLoadError(PyTorchJobError):
+class KindLoadError(TrainfleetError):
     """The cluster's nodes cannot be listed or read, or an image cannot be loaded."""
 
 

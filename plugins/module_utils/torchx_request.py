@@ -32,6 +32,8 @@ from __future__ import annotations
 import copy
 import shlex
 
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
+
 # The one torchx release this module was written and tested against (requirements.txt pins it).
 TORCHX_TESTED_VERSION = "0.7.0"
 TORCHX_SESSION = "torchx"
@@ -45,7 +47,7 @@ MANAGED_LABELS = {
 }
 
 
-class TorchxRequestError(Exception):
+class TorchxRequestError(TrainfleetError):
     """A request torchx cannot render, or a rendering this module does not recognise."""
 
 

@@ -18,7 +18,7 @@ import time
 
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import (
     JobNotFoundError,
-    PyTorchJobError,
+    TrainfleetError,
     WatchExpiredError,
 )
 from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import (
@@ -258,7 +258,7 @@ class Rank0Tail(object):
         for summary in candidates:
             try:
                 parsed = self._lines(summary)
-            except PyTorchJobError:
+            except TrainfleetError:
                 continue
             rank0 = any((line["kind"] == "rank" and line["rank"] == 0) or TRAINER_RANK0_OUTPUT_RE.match(text)
                         for line, _when, text in parsed)

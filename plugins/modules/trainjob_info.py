@@ -576,7 +576,7 @@ waited_seconds:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.trainfleet.training.plugins.module_utils.errors import PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
 from ansible_collections.trainfleet.training.plugins.module_utils.jobinfo import all_jobs, one_job
 from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import (
     DEFAULT_FATAL_WAITING_REASONS,
@@ -632,7 +632,7 @@ def main():
             result = one_job(module, service, kind)
         else:
             result = all_jobs(module, service, kind)
-    except PyTorchJobError as exc:
+    except TrainfleetError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
     module.exit_json(**result)
 

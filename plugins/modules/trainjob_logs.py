@@ -326,7 +326,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.trainfleet.training.plugins.module_utils.errors import PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
 from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import KIND_CHOICES, get_kind
 from ansible_collections.trainfleet.training.plugins.module_utils.joblogs import job_pods, match_lines, rank0_log
 from ansible_collections.trainfleet.training.plugins.module_utils.k8s import (
@@ -400,7 +400,7 @@ def main():
             result = match_lines(module, service, pods, re.compile(params["match"]), kind)
         else:
             result = rank0_log(module, service, kind, summaries, pods)
-    except PyTorchJobError as exc:
+    except TrainfleetError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
     except (IOError, OSError) as exc:
         module.fail_json(msg="Cannot write the log file: %s" % exc)

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The hostile world the adversarial suite runs the steps in (issue 11, Proof).
+"""The hostile world the adversarial suite runs the steps in.
 
 - a private moto server (tests/support/moto.py) as the only AWS endpoint, its request log read
   to count API calls;

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Bad and hostile inputs to every step, each run the way users run it (issue 11, Proof).
+"""Bad and hostile inputs to every step, each run the way users run it.
 
 Each case is one `ansible-playbook -i inventories/<platform> playbooks/<step>.yml -e @vars.json`
 (the values in a JSON vars file so that newlines and quotes arrive intact) against a private moto
@@ -47,7 +47,7 @@ def case(step, inventory, variable, value, extra=None, quote=None, check=False, 
 TRAIN = {"pytorchjob_image": IMAGE}
 TORCHX = {"torchx_job_image": IMAGE}
 TORCHX_PLAYBOOK = "tests/adversarial/playbooks/torchx_job.yml"
-# train_launcher=mpijob (issue 12): the MPIJob with the trainer image's MPI variant.
+# train_launcher=mpijob: the MPIJob with the trainer image's MPI variant.
 TRAIN_MPI = {"train_launcher": "mpijob", "mpijob_image": IMAGE + "-mpi"}
 # A real dataset directory (tests/adversarial/dataset) and the claim copy switched on.
 DATASET_DIR = str(ROOT / "tests" / "adversarial" / "dataset")
@@ -141,12 +141,12 @@ CASES = [
          extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),
     # train
     case("train", "aws", "pytorchjob_name", "job" + NL, extra=TRAIN),
-    # the etcd rendezvous (issue 12): the etcd the role starts next to the job
+    # the etcd rendezvous: the etcd the role starts next to the job
     case("train", "aws", "pytorchjob_etcd_image", IMAGE + NL,
          extra=dict(TRAIN, pytorchjob_elastic=True, pytorchjob_elastic_rdzv_backend="etcd")),
     case("train", "aws", "pytorchjob_etcd_port", 70000,
          extra=dict(TRAIN, pytorchjob_elastic=True, pytorchjob_elastic_rdzv_backend="etcd-v2", pytorchjob_etcd_image=IMAGE)),
-    # the launchers step (issue 12): only the controllers it knows
+    # the launchers step: only the controllers it knows
     case("launchers", "aws", "platform_launchers", ["kueue"]),
     case("launchers", "aws", "platform_launchers", "mpi_operator" + NL),
     case("train", "aws", "pytorchjob_namespace", "kube system", extra=TRAIN),
@@ -245,7 +245,7 @@ CASES = [
     case("dataset", "aws", "dataset_run_as_user", 0, extra=DATASET_CLAIM),
     case("dataset", "aws", "dataset_claim_timeout", BIG, extra=DATASET_CLAIM),
     case("dataset", "aws", "dataset_manifest_dest", "MANIFEST_ESCAPE", extra=DATASET_CLAIM),
-    # tensorboard (issue 13): nothing reachable from outside the cluster without CIDRs, nothing injected
+    # tensorboard: nothing reachable from outside the cluster without CIDRs, nothing injected
     case("tensorboard", "aws", "tensorboard_namespace", INJECT, extra=TENSORBOARD),
     case("tensorboard", "aws", "tensorboard_namespace", "kube-system", extra=TENSORBOARD),
     case("tensorboard", "aws", "tensorboard_name", "tb" + NL, extra=TENSORBOARD),

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""No credential or token in any output, even at -vvv (issue 11, Medium 6 and Proof).
+"""No credential or token in any output, even at -vvv.
 
 Fake AWS credentials (access key, secret key, session token) are in the environment, the
 kubeconfig carries a fake bearer token, the train step gets AWS keys for its credentials Secret

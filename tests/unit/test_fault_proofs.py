@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The arithmetic and the proofs of molecule/default/faults.yml (issue 14), without a cluster.
+"""The arithmetic and the proofs of molecule/default/faults.yml, without a cluster.
 
 faults.yml measures each fault from the trainer's own lines (pytorchjob_logs match mode: the
 kubelet's timestamps) with tasks/fault_compute.yml and checks the figures with

@@ -1,7 +1,7 @@
 """Create or delete an FSx for Lustre file system on the local endpoint, with none of our tags.
 
-What the FSx CSI driver makes for a claim when its StorageClass carries no extraTags (issue 11,
-High 3): the teardown's leftover check must find it by the cluster network alone. No amazon.aws
+What the FSx CSI driver makes for a claim when its StorageClass carries no extraTags: the
+teardown's leftover check must find it by the cluster network alone. No amazon.aws
 module manages FSx, hence this helper.
 Usage: fsx_leftover.py ENDPOINT_URL REGION create SUBNET_ID   (prints the file system id)
        fsx_leftover.py ENDPOINT_URL REGION delete FS_ID

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: trainfleet developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""moto server on several addresses with one in-memory state (role local_aws, issue 11).
+"""moto server on several addresses with one in-memory state (role local_aws).
 
 ``moto_server`` binds one address. The local stack needs two: 127.0.0.1 for this host's clients
 and the kind network's gateway for the pods, and never 0.0.0.0 (moto has no authentication and

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The deployer policy cannot be escalated to admin (issue 11, High 1).
+"""The deployer policy cannot be escalated to admin.
 
 A small IAM evaluator of our own (explicit Deny beats Allow, an Allow is needed, a permissions
 boundary must also allow; `*`/`?` wildcards in actions and ARNs; the condition operators the

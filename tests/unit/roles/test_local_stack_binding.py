@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The local stack listens on loopback and the kind gateway only (issue 11, Low 10).
+"""The local stack listens on loopback and the kind gateway only.
 
 - roles/local_aws/files/moto_server_multi.py: one moto state served on several addresses (here
   127.0.0.1 and 127.0.0.2 stand for loopback and the kind gateway), nothing else listening on the

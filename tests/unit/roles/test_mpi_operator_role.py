@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Role mpi_operator: kubeflow.org/v2beta1 MPIJob controller from the pinned Go module (issue 12).
+"""Role mpi_operator: kubeflow.org/v2beta1 MPIJob controller from the pinned Go module.
 
 - The kustomization template puts our image in (never pulled), restricts the controller's pod
   (non-root, no privilege escalation, no capability, RuntimeDefault seccomp, read-only root),

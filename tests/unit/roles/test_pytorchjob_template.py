@@ -190,7 +190,7 @@ def check_pytorchjob_shape(job):
         assert policy["minReplicas"] <= specs["Worker"]["replicas"] <= policy["maxReplicas"]
 
 
-# The restricted defaults (issue 11): what every pod and pytorch container gets without opt-ins.
+# The restricted defaults: what every pod and pytorch container gets without opt-ins.
 RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
                   "seccompProfile": {"type": "RuntimeDefault"}}
 RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
@@ -468,7 +468,7 @@ def test_default_scheduler_has_no_gang_fields():
 
 
 def test_volcano_gang_of_all_replicas_by_default():
-    """Issue 12: schedulerName volcano on every replica, runPolicy.schedulingPolicy {minAvailable, queue}."""
+    """Gang scheduling: schedulerName volcano on every replica, runPolicy.schedulingPolicy {minAvailable, queue}."""
     job, _text = render(pytorchjob_worker_replicas=2, pytorchjob_scheduler_name="volcano", pytorchjob_queue="team-a")
     assert job["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 3, "queue": "team-a"}
     for rtype in ("Master", "Worker"):
@@ -499,7 +499,7 @@ def test_master_only_job_has_no_worker_spec():
     assert list(job["spec"]["pytorchReplicaSpecs"]) == ["Master"]
 
 
-# --------------------------------------------------------------------------- pod security (issue 11)
+# --------------------------------------------------------------------------- pod security
 
 INIT_TEMPLATE = os.path.join(ROOT, "roles", "training_operator", "files", "initContainer.yaml.gotmpl")
 DOCKERFILE = os.path.join(ROOT, "trainer", "Dockerfile")
@@ -702,7 +702,7 @@ def test_inventory_examples_render(platform):
 
 @pytest.mark.parametrize("platform", ["local", "aws"])
 def test_inventory_defaults_survive_a_lost_pod_or_node(platform):
-    """Issue 14: the job the train step submits by default is elastic (c10d, Workers only) with slack,
+    """The job the train step submits by default is elastic (c10d, Workers only) with slack,
     restarts, snapshots, OnFailure and a backoff limit above its pods; pytorchjob_resilience_info
     finds no risk in it. Without an object store the snapshots go to the claim."""
     from ansible_collections.trainfleet.training.plugins.module_utils import resilience as pj  # pylint: disable=import-outside-toplevel
@@ -789,7 +789,7 @@ BAD_INPUTS = {
     "node-lost-seconds-zero": ({"pytorchjob_node_lost_toleration_seconds": 0}, "pytorchjob_node_lost_toleration_seconds"),
     "node-lost-seconds-too-long": ({"pytorchjob_node_lost_toleration_seconds": 3601}, "pytorchjob_node_lost_toleration_seconds"),
     "node-lost-seconds-not-int": ({"pytorchjob_node_lost_toleration_seconds": "soon"}, "pytorchjob_node_lost_toleration_seconds"),
-    # pod security (issue 11): each widening needs its own opt-in, named in the message
+    # pod security: each widening needs its own opt-in, named in the message
     "root-run-as-user": ({"pytorchjob_run_as_user": 0}, "pytorchjob_allow_root"),
     "root-pod-run-as-user": ({"pytorchjob_security_context": {"runAsUser": 0}}, "pytorchjob_allow_root"),
     "root-pod-run-as-non-root-false": ({"pytorchjob_security_context": {"runAsNonRoot": False}}, "pytorchjob_allow_root"),
@@ -808,7 +808,7 @@ BAD_INPUTS = {
     "host-path-root": ({"pytorchjob_extra_volumes": [{"name": "host", "hostPath": {"path": "/"}}]}, "pytorchjob_allow_host_path"),
     "namespace-kube-system": ({"pytorchjob_namespace": "kube-system"}, "pytorchjob_allow_system_namespace"),
     "namespace-kube-node-lease": ({"pytorchjob_namespace": "kube-node-lease"}, "pytorchjob_allow_system_namespace"),
-    # gang scheduling (issue 12)
+    # gang scheduling
     "scheduler-unknown": ({"pytorchjob_scheduler_name": "kube-batch"}, "pytorchjob_scheduler_name"),
     "queue-not-dns-label": ({"pytorchjob_scheduler_name": "volcano", "pytorchjob_queue": "Team_A"}, "pytorchjob_queue"),
     "queue-without-volcano": ({"pytorchjob_queue": "team-a"}, "pytorchjob_queue"),

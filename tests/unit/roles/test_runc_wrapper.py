@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Role docker_engine: the runc wrapper changes kind node containers only (issue 11, Low 11).
+"""Role docker_engine: the runc wrapper changes kind node containers only.
 
 The template is rendered with a fake runc (a shell script that records its arguments) and a fake
 Docker data root (containers/<id>/config.v2.json with the labels and image Docker records), then

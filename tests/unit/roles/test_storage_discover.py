@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """roles/storage tasks/discover.yml against a local AWS endpoint (moto): the FSx subnet and
-security group come from the cluster's VPC configuration, nothing is typed by hand (issue 10).
+security group come from the cluster's VPC configuration, nothing is typed by hand.
 
 moto's describe_cluster returns the subnets but no clusterSecurityGroupId, so the cases here give
 the security group where the cluster would; the module's own tests cover that field.

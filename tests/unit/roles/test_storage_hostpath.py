@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Role storage: the hostPath directory is never the nodes' root or a system directory (issue 11).
+"""Role storage: the hostPath directory is never the nodes' root or a system directory.
 
 One ansible-playbook run (check mode, localhost, no cluster) with one play per value: each play
 runs the role's preflight tasks inside block/rescue and prints the outcome.

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Every scalar a manifest or script template pastes goes through to_json (issue 11, Medium 4).
+"""Every scalar a manifest or script template pastes goes through to_json.
 
 The storage, device_plugins and kind_cluster templates are rendered with hostile values: a
 newline followed by a whole extra object, quotes, a YAML flow mapping. The output must parse into
@@ -83,7 +83,7 @@ def test_storage_templates_quote_every_value(name, kinds):
         params = by_kind["StorageClass"]["parameters"]
         assert params["subnetId"] == EVIL and params["s3ImportPath"] == EVIL and params["s3ExportPath"] == EVIL
         assert params["perUnitStorageThroughput"] == STORAGE["storage_fsx_per_unit_storage_throughput"]
-        # issue 11, High 3: one string the FSx CSI driver splits into the file system's tags
+        # One string the FSx CSI driver splits into the file system's tags
         # tags that do not fit the driver's k=v,k2=v2 form (AWS tag characters only) are left out
         assert params["extraTags"] == "count=3,project=trainfleet"
 
@@ -162,7 +162,7 @@ def test_runc_wrapper_pastes_the_path_as_one_string_literal(path):
         assert len(assigns) == 1
         return assigns[0].value
 
-    # Fixed paths (issue 11): plain literals, no environment lookup.
+    # Fixed paths: plain literals, no environment lookup.
     assert isinstance(constant("RUNC"), ast.Constant) and constant("RUNC").value == path
     assert isinstance(constant("DOCKER_DATA_ROOT"), ast.Constant) and constant("DOCKER_DATA_ROOT").value == path
     images = constant("KIND_NODE_IMAGES")

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Role training_operator: least-privilege RBAC for the PyTorchJob controller (issue 11, Medium 8).
+"""Role training_operator: least-privilege RBAC for the PyTorchJob controller.
 
 - The kustomization template replaces the upstream ClusterRole's rules (no Secret, pods/exec,
   ServiceAccount, Role, RoleBinding, ConfigMap or other job kind), starts the PyTorchJob
@@ -88,7 +88,7 @@ def test_kustomization_replaces_the_cluster_role_and_enables_pytorchjob_only(tmp
 
 
 def test_kustomization_drops_the_v1_mpijob_crd(tmp_path):
-    """Issue 12: mpi-operator v0.6.0 owns mpijobs.kubeflow.org (v2beta1); we never render the v1 one."""
+    """The mpi-operator v0.6.0 owns mpijobs.kubeflow.org (v2beta1); we never render the v1 one."""
     kustomization = yaml.safe_load(_render("kustomization.yaml.j2", **_template_vars(tmp_path)))
     crd_patches = [p for p in kustomization["patches"] if p["target"]["kind"] == "CustomResourceDefinition"]
     assert len(crd_patches) == 1
@@ -135,7 +135,7 @@ def test_hostile_gang_scheduler_stays_one_argument(tmp_path):
 
 
 def test_operator_leaves_a_lost_node_after_the_toleration_seconds(tmp_path):
-    """Issue 14: the operator's pod is evicted from a lost node after 30 s, not Kubernetes' 300."""
+    """The operator's pod is evicted from a lost node after 30 s, not Kubernetes' 300."""
     kustomization = yaml.safe_load(_render("kustomization.yaml.j2", **_template_vars(tmp_path)))
     ops = [op for op in _patch(kustomization, "Deployment") if op["path"] == "/spec/template/spec/tolerations"]
     assert len(ops) == 1 and ops[0]["op"] == "add"
@@ -256,7 +256,7 @@ def _role_render(tmp_path_factory, extra, checked=True):
 def test_role_renders_least_privilege_rbac(rendered):
     ours, upstream = rendered
     before, after = _cluster_role_resources(upstream), _cluster_role_resources(ours)
-    # upstream grants what issue 11 names; ours keeps none of it
+    # upstream grants Secrets and pods/exec, which the PyTorchJob controller does not need; ours keeps none of it
     assert {"secrets", "pods/exec"} <= before
     assert not after & NOT_FOR_PYTORCHJOB
     assert after <= before | {"pytorchjobs"}

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Role volcano: scheduler, controllers and admission webhook from the pinned Go module (issue 12).
+"""Role volcano: scheduler, controllers and admission webhook from the pinned Go module.
 
 - The kustomization template leaves out the chart's certificate job (a pulled image), the
   monitoring namespace and the webhooks of paths not served; puts our images in (never pulled);

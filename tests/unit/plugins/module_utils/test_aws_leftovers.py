@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""What an EKS cluster leaves in the account, found without our tags (issue 11, High 3).
+"""What an EKS cluster leaves in the account, found without our tags.
 
 Runs module_utils.aws_leftovers against moto's in-process mock of EC2, FSx, CloudFormation and
 CloudWatch Logs: an untagged FSx file system in a subnet of the cluster (what the CSI driver makes

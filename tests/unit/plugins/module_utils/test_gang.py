@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""gang: the Volcano PodGroup of a waiting job, why its gang cannot be placed (issue 12).
+"""gang: the Volcano PodGroup of a waiting job, why its gang cannot be placed.
 
 Fed with PodGroups and events as Volcano v1.10.0 writes them (tests/unit/fixtures/pytorchjob/podgroups)."""
 

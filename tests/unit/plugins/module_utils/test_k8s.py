@@ -343,7 +343,7 @@ def test_log_of_a_pod_on_a_lost_node_is_that_pods_error(service):
 
 def test_log_read_refused_by_the_api_server_is_not_a_pod_error(service):
     service.core.read_namespaced_pod_log.side_effect = api_error(403, "forbidden")
-    with pytest.raises(k8s.PyTorchJobError) as err:
+    with pytest.raises(k8s.TrainfleetError) as err:
         list(service.iter_log("training", "mnist-worker-1", container="pytorch"))
     assert not isinstance(err.value, LogReadError)
 

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from ansible_collections.trainfleet.training.plugins.module_utils import kind_load as K
-from ansible_collections.trainfleet.training.plugins.module_utils.errors import PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
 from ansible_collections.trainfleet.training.plugins.module_utils.image_source import CommandTimeout
 
 NODES = ["trainfleet-control-plane", "trainfleet-worker", "trainfleet-worker2"]
@@ -103,7 +103,7 @@ def test_a_failed_load_names_the_image_the_nodes_and_the_reason():
     with pytest.raises(K.KindLoadError) as err:
         K.load("trainfleet", [IMAGE], runner=Cluster(fail_load=True))
     assert IMAGE in err.value.msg and "trainfleet-worker2" in err.value.msg and "not present locally" in err.value.msg
-    assert isinstance(err.value, PyTorchJobError)
+    assert isinstance(err.value, TrainfleetError)
 
 
 def test_a_hanging_command_is_bounded_and_named():

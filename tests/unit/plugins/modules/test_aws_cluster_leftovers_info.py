@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""aws_cluster_leftovers_info finds an untagged FSx file system of the cluster (issue 11, High 3).
+"""aws_cluster_leftovers_info finds an untagged FSx file system of the cluster.
 
 Runs the module against moto's in-process mock: the FSx CSI driver's file system carries none of
 our tags, yet it is listed (it is in a subnet of the cluster VPC), with what makes it the cluster's.

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""aws_ownership_info tells ours (tagged) from not ours, per named resource (issue 11, High 2).
+"""aws_ownership_info tells ours (tagged) from not ours, per named resource.
 
 Runs the module against moto's in-process mock of S3, ECR and IAM.
 """

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""ecr_login_info: the ECR password never leaves the module (issue 11, Medium 6).
+"""ecr_login_info: the ECR password never leaves the module.
 
 The boto3 client and docker are mocked: the result holds no password, the module's no_log values
 hold it (so any message is masked), docker login gets it on stdin only, and check mode logs in to

@@ -593,7 +593,7 @@ def moto_server():
     proc.wait(timeout=30)
 
 
-# The eks_cluster role requires the CIDRs allowed to reach a public API endpoint (issue 11, Medium 7).
+# The eks_cluster role requires the CIDRs allowed to reach a public API endpoint.
 API_CIDRS = ["-e", json.dumps({"eks_cluster_endpoint_public_access_cidrs": ["198.51.100.0/24"]})]
 
 
@@ -681,7 +681,7 @@ def test_rendered_configs_validate_against_eksctl_schema(eksctl_schema, rendered
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS) + [INVENTORY])
 def test_rendered_node_groups_use_the_iam_steps_node_role(rendered_runs, scenario):
-    """Issue 10: the node groups of both steps run with the iam step's node role (at path /, in check mode of a
+    """The node groups of both steps run with the iam step's node role (at path /, in check mode of a
     first run the ARN that step would create), not a role eksctl creates with ECR read on every repository."""
     for step, text in zip(("cluster", "nodegroups"), rendered_runs[scenario]):
         groups = yaml.safe_load(text)["managedNodeGroups"]
@@ -850,7 +850,7 @@ def test_storage_manifests(manifests):
     params_ = fsx["StorageClass"]["parameters"]
     assert params_["subnetId"].startswith("subnet-") and params_["securityGroupIds"].startswith("sg-")
     assert params_["s3ImportPath"] == params_["s3ExportPath"] == "s3://trainfleet-data/train"
-    # issue 11, High 3: the CSI driver tags each file system (inventories/aws trainfleet_tags + the step)
+    # The CSI driver tags each file system (inventories/aws trainfleet_tags + the step)
     assert params_["extraTags"] == "environment=aws,project=trainfleet,trainfleet-step=storage"
     assert fsx["PersistentVolumeClaim"]["spec"]["resources"]["requests"]["storage"] == "1200Gi"
     assert fsx["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteMany"]
