@@ -367,6 +367,77 @@ class TrainJobService(object):
             resp.release_conn()
 
 
+class ResourceReader(object):
+    """Reads any kind of object by its apiVersion and kind (GET only): the resource's plural and
+    scope come from the server's discovery, read once per group/version. Returns plain dicts and
+    raises errors.PyTorchJobError subclasses, never kubernetes exceptions. A kind the server does
+    not serve lists as nothing and reads as None (what kubernetes.core.k8s_info answers)."""
+
+    def __init__(self, api_client, request_timeout=DEFAULT_REQUEST_TIMEOUT):
+        self.api_client = api_client
+        self.request_timeout = request_timeout
+        self.host = getattr(api_client.configuration, "host", None)
+        self._discovered = {}
+
+    def _translate(self, exc, what):
+        return TrainJobService._translate(self, exc, what)  # same mapping as the job service
+
+    def _get(self, path, what, query=None):
+        """The JSON of a GET, or None on HTTP 404."""
+        try:
+            return self.api_client.call_api(
+                path, "GET", query_params=list(query or []), header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"], response_type="object",
+                _return_http_data_only=True, _preload_content=True,
+                _request_timeout=self.request_timeout)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise self._translate(exc, what)
+        except Exception as exc:  # pylint: disable=broad-except
+            raise self._translate(exc, what)
+
+    @staticmethod
+    def _base(api_version):
+        return "/api/v1" if api_version == "v1" else "/apis/" + api_version
+
+    def resource(self, api_version, kind):
+        """(plural, namespaced) of a kind, or None when the server does not serve it."""
+        if api_version not in self._discovered:
+            data = self._get(self._base(api_version), "discover %s" % api_version) or {}
+            self._discovered[api_version] = dict(
+                (r.get("kind"), (r.get("name"), bool(r.get("namespaced"))))
+                for r in data.get("resources") or [] if "/" not in (r.get("name") or ""))
+        return self._discovered[api_version].get(kind)
+
+    def _path(self, api_version, kind, namespace, name=None):
+        found = self.resource(api_version, kind)
+        if found is None:
+            return None
+        plural, namespaced = found
+        path = self._base(api_version)
+        if namespaced and namespace:
+            path += "/namespaces/" + namespace
+        path += "/" + plural
+        return path + "/" + name if name else path
+
+    def list(self, api_version, kind, namespace=None, label_selector=None):
+        """The objects of a kind (in one namespace, or all), optionally by label selector."""
+        path = self._path(api_version, kind, namespace)
+        if path is None:
+            return []
+        query = [("labelSelector", label_selector)] if label_selector else []
+        data = self._get(path, "list %ss%s" % (kind, " in " + namespace if namespace else ""), query)
+        return (data or {}).get("items") or []
+
+    def get(self, api_version, kind, name, namespace=None):
+        """One object, or None when it (or its kind) does not exist."""
+        path = self._path(api_version, kind, namespace, name)
+        if path is None:
+            return None
+        return self._get(path, "read %s %s%s" % (kind, namespace + "/" if namespace else "", name))
+
+
 class _WatchCancelled(Exception):
     """Raised inside PodWatch when cancel() came before the request was sent."""
 

@@ -358,3 +358,62 @@ def test_iter_lines_bounds_a_line_without_newline(monkeypatch):
     monkeypatch.setattr(k8s, "MAX_LINE_BYTES", 10)
     lines = list(k8s.iter_lines([b"x" * 8, b"x" * 8, b"x" * 8]))
     assert [len(line) for line in lines] == [16, 8]
+
+
+class _FakeApiClient(object):
+    """call_api answers from {path: body}; a path not there is an HTTP 404; `raise_for` maps a path to an exception."""
+
+    def __init__(self, bodies, raise_for=None):
+        self.bodies = bodies
+        self.raise_for = raise_for or {}
+        self.configuration = mock.Mock(host="https://api.example:6443")
+        self.calls = []
+
+    def call_api(self, path, method, query_params=None, **_kwargs):
+        self.calls.append((method, path, tuple(query_params or ())))
+        if path in self.raise_for:
+            raise self.raise_for[path]
+        if path not in self.bodies:
+            raise ApiException(status=404, reason="Not Found")
+        return self.bodies[path]
+
+
+READER_BODIES = {
+    "/api/v1": {"resources": [{"name": "namespaces", "kind": "Namespace", "namespaced": False},
+                              {"name": "pods", "kind": "Pod", "namespaced": True},
+                              {"name": "pods/log", "kind": "Pod", "namespaced": True}]},
+    "/apis/kubeflow.org/v1": {"resources": [{"name": "pytorchjobs", "kind": "PyTorchJob", "namespaced": True}]},
+    "/api/v1/namespaces/tf/pods": {"items": [{"metadata": {"name": "p"}}]},
+    "/apis/kubeflow.org/v1/pytorchjobs": {"items": [{"metadata": {"name": "j", "namespace": "a"}}]},
+    "/api/v1/namespaces/tf": {"metadata": {"name": "tf"}},
+}
+
+
+def test_resource_reader_paths_come_from_discovery_read_once():
+    api = _FakeApiClient(READER_BODIES)
+    reader = k8s.ResourceReader(api)
+    assert reader.list("v1", "Pod", "tf", label_selector="a!=b") == [{"metadata": {"name": "p"}}]
+    assert reader.list("kubeflow.org/v1", "PyTorchJob") == [{"metadata": {"name": "j", "namespace": "a"}}]
+    assert reader.get("v1", "Namespace", "tf") == {"metadata": {"name": "tf"}}
+    assert reader.get("v1", "Namespace", "gone") is None
+    assert ("GET", "/api/v1/namespaces/tf/pods", (("labelSelector", "a!=b"),)) in api.calls
+    assert [c[1] for c in api.calls].count("/api/v1") == 1
+
+
+def test_resource_reader_a_kind_not_served_is_empty():
+    api = _FakeApiClient(READER_BODIES)
+    reader = k8s.ResourceReader(api)
+    assert reader.list("kubeflow.org/v2beta1", "MPIJob", "tf") == []  # group/version not served
+    assert reader.list("v1", "Widget", "tf") == []  # kind not in the group/version
+    assert reader.get("kubeflow.org/v2beta1", "MPIJob", "x", "tf") is None
+
+
+@pytest.mark.parametrize("exc, error, text", [
+    (ApiException(status=403, reason="Forbidden"), ApiAccessError, "Not allowed to list Pods in tf (HTTP 403)"),
+    (MaxRetryError(None, "/api/v1/namespaces/tf/pods", "refused"), ApiUnreachableError, "Cannot reach the Kubernetes API server"),
+])
+def test_resource_reader_translates_errors(exc, error, text):
+    reader = k8s.ResourceReader(_FakeApiClient(READER_BODIES, {"/api/v1/namespaces/tf/pods": exc}))
+    with pytest.raises(error) as info:
+        reader.list("v1", "Pod", "tf")
+    assert text in info.value.msg
