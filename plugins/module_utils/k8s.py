@@ -370,7 +370,7 @@ class TrainJobService(object):
 class ResourceReader(object):
     """Reads any kind of object by its apiVersion and kind (GET only): the resource's plural and
     scope come from the server's discovery, read once per group/version. Returns plain dicts and
-    raises errors.PyTorchJobError subclasses, never kubernetes exceptions. A kind the server does
+    raises errors.TrainfleetError subclasses, never kubernetes exceptions. A kind the server does
     not serve lists as nothing and reads as None (what kubernetes.core.k8s_info answers)."""
 
     def __init__(self, api_client, request_timeout=DEFAULT_REQUEST_TIMEOUT):

@@ -12,7 +12,7 @@ The messages are the ones roles/teardown prints.
 
 from __future__ import annotations
 
-from ansible_collections.trainfleet.training.plugins.module_utils.errors import PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
 
 LABEL_KEY = "app.kubernetes.io/managed-by"
 LABEL_VALUE = "trainfleet"
@@ -42,7 +42,7 @@ NAMESPACE_BUILTINS = ("ConfigMap/kube-root-ca.crt", "ServiceAccount/default")
 SERVICE_ACCOUNT_TOKEN = "kubernetes.io/service-account-token"
 
 
-class OwnershipError(PyTorchJobError):
+class OwnershipError(TrainfleetError):
     """The cluster's objects cannot be sorted (an object without a name, a bad option)."""
 
 

@@ -168,7 +168,7 @@ kept_why:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.trainfleet.training.plugins.module_utils.errors import PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
 from ansible_collections.trainfleet.training.plugins.module_utils.k8s import (
     ResourceReader,
     auth_arg_spec,
@@ -203,7 +203,7 @@ def main():
                         training_operator=params["training_operator"], operator_namespace=params["operator_namespace"],
                         operator_deployment=params["operator_deployment"],
                         job_api_versions=dict(JOB_API_VERSIONS, **api_versions))
-    except PyTorchJobError as exc:
+    except TrainfleetError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
     module.exit_json(changed=False, **result)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.trainfleet.training.plugins.module_utils.errors import PyTorchJobError
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
 from ansible_collections.trainfleet.training.plugins.module_utils.k8s_ownership import (
     OwnershipError,
     crd_job_kind,
@@ -104,7 +104,7 @@ def test_crd_job_kind_uses_the_storage_version():
     assert crd_job_kind(crd) == ("kubeflow.org/v2beta1", "MPIJob", "mpijobs")
     with pytest.raises(OwnershipError) as info:
         crd_job_kind(obj("broken.example.org", spec={"names": {"kind": "X"}}))
-    assert isinstance(info.value, PyTorchJobError)
+    assert isinstance(info.value, TrainfleetError)
 
 
 def test_operator_blockers_are_jobs_not_ours_in_our_namespaces():
