@@ -99,8 +99,9 @@ def test_operator_state(controller, expected):
 
 
 def test_crd_job_kind_uses_the_storage_version():
-    crd = obj("mpijobs.kubeflow.org", spec={"group": "kubeflow.org", "names": {"kind": "MPIJob", "plural": "mpijobs"},
-                                           "versions": [{"name": "v1", "storage": False}, {"name": "v2beta1", "storage": True}]})
+    spec = {"group": "kubeflow.org", "names": {"kind": "MPIJob", "plural": "mpijobs"},
+            "versions": [{"name": "v1", "storage": False}, {"name": "v2beta1", "storage": True}]}
+    crd = obj("mpijobs.kubeflow.org", spec=spec)
     assert crd_job_kind(crd) == ("kubeflow.org/v2beta1", "MPIJob", "mpijobs")
     with pytest.raises(OwnershipError) as info:
         crd_job_kind(obj("broken.example.org", spec={"names": {"kind": "X"}}))
