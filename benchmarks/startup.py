@@ -57,7 +57,7 @@ def run_once(name, image, prepull, workdir):
     env.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
     argv = ["ansible-playbook", "-i", str(c.REPO / "inventories" / "local"), str(c.REPO / "benchmarks" / "startup.yml"),
             "-e", f"_bench_job={name}", "-e", f"_bench_out={out}", "-e", f"_bench_image={image}",
-            "-e", f"pytorchjob_prepull={'true' if prepull else 'false'}"]
+            "-e", f"trainjob_prepull={'true' if prepull else 'false'}"]
     started = time.monotonic()
     proc = subprocess.run(argv, check=False, capture_output=True, text=True, env=env, cwd=str(c.REPO), timeout=1800)
     wall = time.monotonic() - started
@@ -88,7 +88,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--mode", choices=["warm", "cold"], default="warm")
-    parser.add_argument("--no-prepull", action="store_true", help="pytorchjob_prepull=false: the job's pods pull")
+    parser.add_argument("--no-prepull", action="store_true", help="trainjob_prepull=false: the job's pods pull")
     parser.add_argument("--cluster", default="trainfleet")
     parser.add_argument("--image", default=None, help="trainer image (default: the one the train step ran)")
     args = parser.parse_args(argv)
@@ -98,7 +98,7 @@ def main(argv=None):
     having = nodes_with_image(nodes, image)
     if args.mode == "cold" and having:
         sys.exit(f"cold: {', '.join(having)} already have {image}; run on a fresh cluster (its first job), "
-                 "or pass -e pytorchjob_image to the train step of a never-pulled image")
+                 "or pass -e trainjob_image to the train step of a never-pulled image")
     runs = 1 if args.mode == "cold" else args.runs
     prepull = not args.no_prepull
     print(f"image {image}; kind nodes {', '.join(nodes)}; mode {args.mode}, pre-pull {'on' if prepull else 'off'}, {runs} run(s)")

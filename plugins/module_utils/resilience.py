@@ -70,6 +70,6 @@ def lost_pod_risks(manifest):
     uses_trainer = any(a.startswith("trainer.") or "trainer.train" in a for a in args)
     if uses_trainer and not any(a == "--snapshot-dir" or a.startswith("--snapshot-dir=") for a in args):
         risks.append({"code": RISK_NO_SNAPSHOTS, "message": (
-            "no --snapshot-dir: a restarted pod trains from epoch 1 again; set pytorchjob_trainer_snapshot_dir "
+            "no --snapshot-dir: a restarted pod trains from epoch 1 again; set trainjob_trainer_snapshot_dir "
             "(an s3:// prefix or a shared volume)")})
     return risks

@@ -29,13 +29,13 @@ POD_SECRET_KEY = "adversarialPodSecretKey0123456789abcdefFAKE"
 POD_ACCESS_KEY = "AKIAADVERSARIALPODKEY"
 STAND_IN_BASE_IMAGE = "trainfleet-adversarial/empty-base:check-mode"
 TRAIN_VARS = {
-    "pytorchjob_image": "registry.example/trainfleet/trainer:adversarial",
+    "trainjob_image": "registry.example/trainfleet/trainer:adversarial",
     "eks_cluster_endpoint_public_access_cidrs": ["198.51.100.0/24"],
-    "pytorchjob_aws_credentials_create": True,
-    "pytorchjob_aws_credentials_secret": "trainfleet-aws",
-    "pytorchjob_aws_access_key_id": POD_ACCESS_KEY,
-    "pytorchjob_aws_secret_access_key": POD_SECRET_KEY,
-    "pytorchjob_env": [{"name": "WANDB_API_KEY",
+    "trainjob_aws_credentials_create": True,
+    "trainjob_aws_credentials_secret": "trainfleet-aws",
+    "trainjob_aws_access_key_id": POD_ACCESS_KEY,
+    "trainjob_aws_secret_access_key": POD_SECRET_KEY,
+    "trainjob_env": [{"name": "WANDB_API_KEY",
                         "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}}],
     # The dataset step stages tests/adversarial/dataset and renders its claim copy (whose credentials
     # Secret gets the same keys as the train step's).

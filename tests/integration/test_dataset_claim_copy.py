@@ -156,7 +156,7 @@ def test_copy_created_waited_reported_then_left_alone(world):
         assert [f["path"] for f in json.loads(config["data"]["manifest.json"])] == ["dataset.json", "part-000.csv", "part-001.csv"]
         assert "no copy of this content yet, creating the copy Job" in first["out"]
         assert LAST_LINE in first["out"]
-        assert "pytorchjob_trainer_dataset=dir:/shared/datasets/wine" in first["out"]
+        assert "trainjob_trainer_dataset=dir:/shared/datasets/wine" in first["out"]
         before = len(writes(api))
         second = run(world, api, "ok-again")
         assert second["rc"] == 0, second["out"][-5000:]

@@ -2,10 +2,9 @@
 """Role mpijob: the MPIJob template (kubeflow.org/v2beta1, mpi-operator v0.6.0) and its preflight.
 
 The template is rendered like tests/unit/roles/test_pytorchjob_template.py renders the
-PyTorchJob's (Jinja2 configured like Ansible's engine), from the pytorchjob role's defaults, the
-mpijob role's defaults and the mapping roles/mpijob/tasks/main.yml applies to every shared task
-(pytorchjob_name -> mpijob_name, ...), read from that file so the test follows it. The preflight
-cases run the role with ansible-playbook in check mode on localhost (no cluster).
+PyTorchJob's (Jinja2 configured like Ansible's engine), from the trainjob role's defaults (the
+shared trainjob_* settings, trainjob_launcher=mpijob) and the mpijob role's. The preflight cases
+run the train step's role (trainjob) with ansible-playbook in check mode on localhost (no cluster).
 """
 
 from __future__ import annotations
@@ -21,11 +20,11 @@ from tests.unit.roles.test_pytorchjob_template import (
     FIXTURES, IMAGE, RESTRICTED_CONTAINER, RESTRICTED_POD, ROOT, SHARED, TRAINER_RESULT, _filters, _job, _playbook, _pod,
     _resolve, contract, inventory_vars, restricted_violations)
 
-PYTORCHJOB_ROLE = os.path.join(ROOT, "roles", "pytorchjob")
+TRAINJOB_ROLE = os.path.join(ROOT, "roles", "trainjob")
 ROLE = os.path.join(ROOT, "roles", "mpijob")
 TEMPLATE = os.path.join(ROLE, "templates", "mpijob.yaml.j2")
 MPI_IMAGE = IMAGE + "-mpi"
-MAPPING_TASK = "Validate the settings shared with the PyTorchJob"
+HANDOVER_TASK = "Hand the job to the train step"
 
 
 def render_text(variables, template=TEMPLATE):
@@ -41,24 +40,29 @@ def _load(path):
         return yaml.safe_load(handle)
 
 
-def mapping():
-    """The pytorchjob_* -> mpijob_* mapping of roles/mpijob/tasks/main.yml (the YAML anchor)."""
-    tasks = _load(os.path.join(ROLE, "tasks", "main.yml"))
-    found = [t for t in tasks if t.get("name") == MAPPING_TASK]
+def handover():
+    """What roles/mpijob/tasks/render.yml hands the trainjob role (trainjob_rendered), manifest aside."""
+    tasks = _load(os.path.join(ROLE, "tasks", "render.yml"))
+    found = [t for t in tasks if t.get("name") == HANDOVER_TASK]
     assert len(found) == 1
-    result = dict(found[0]["vars"])
-    # the rendered manifest itself: only the submission reads it
-    assert result.pop("_pytorchjob_submit_definition") == "{{ _mpijob_manifest }}"
+    result = dict(found[0]["ansible.builtin.set_fact"]["trainjob_rendered"])
+    assert result.pop("manifest") == "{{ _mpijob_manifest }}"
     return result
 
 
-def role_vars(**overrides):
-    variables = dict(SHARED)
-    variables.update(_load(os.path.join(PYTORCHJOB_ROLE, "defaults", "main.yml")))
+def launcher_defaults():
+    """The trainjob role's defaults for trainjob_launcher=mpijob, then the mpijob role's."""
+    variables = dict(SHARED, trainjob_launcher="mpijob")
+    variables.update(_load(os.path.join(TRAINJOB_ROLE, "defaults", "main.yml")))
+    variables["trainjob_launcher"] = "mpijob"
     variables.update(_load(os.path.join(ROLE, "defaults", "main.yml")))
-    variables["mpijob_image"] = MPI_IMAGE
+    return variables
+
+
+def role_vars(**overrides):
+    variables = launcher_defaults()
+    variables["trainjob_image"] = MPI_IMAGE
     variables.update(overrides)
-    variables.update(mapping())
     return _resolve(variables)
 
 
@@ -145,7 +149,7 @@ def test_default_mpijob_launcher_and_workers():
     # every variable of the launcher reaches the ranks (sshd sessions do not inherit the container's)
     assert sorted(forwarded(command)) == sorted(env)
     assert trainer_part(command) == [
-        "python3", "-m", "trainer.train", "--dataset=digits", "--epochs=10", "--batch-size=64", "--backend=auto",
+        "python3", "-m", "trainer.train", "--dataset=digits", "--epochs=5", "--batch-size=64", "--backend=auto",
         "--output-dir=s3://trainfleet-data/training/trainfleet-digits-mpi"]
     worker = ctr(job, "Worker")
     assert worker["command"] == ["/usr/sbin/sshd", "-De", "-f", "/etc/ssh/trainfleet/sshd_config"]
@@ -156,7 +160,7 @@ def test_default_mpijob_launcher_and_workers():
 
 
 def test_np_is_workers_times_slots_and_master_addr_follows_name_and_namespace():
-    job, _text = render(mpijob_workers=3, mpijob_slots_per_worker=4, mpijob_name="mpi-run", mpijob_namespace="team-a",
+    job, _text = render(mpijob_workers=3, mpijob_slots_per_worker=4, trainjob_name="mpi-run", trainjob_namespace="team-a",
                         mpijob_master_port=23456, mpijob_ssh_port=2022)
     command = ctr(job, "Launcher")["command"]
     assert command[1:3] == ["-np", "12"]
@@ -170,12 +174,12 @@ def test_np_is_workers_times_slots_and_master_addr_follows_name_and_namespace():
 
 
 def test_trainer_args_and_env_are_the_pytorchjobs():
-    """The same builder (_pytorchjob_trainer_args/_env of the pytorchjob role) with the MPIJob's name and epochs."""
+    """The same builder (_trainjob_trainer_args/_env of the pytorchjob role) with the MPIJob's name and epochs."""
     job, _text = render(
-        mpijob_trainer_epochs=7, pytorchjob_trainer_snapshot_dir="s3://bucket-x/snap", pytorchjob_trainer_extra_args=["--timeout-s=300"],
-        pytorchjob_trainer_backend="gloo", pytorchjob_aws_endpoint_url="http://172.18.0.1:5050",
-        pytorchjob_aws_credentials_secret="trainfleet-aws-local",
-        pytorchjob_env=[{"name": "TRAINFLEET_DATA_CACHE", "value": "/data/cache"},
+        trainjob_trainer_epochs=7, trainjob_trainer_snapshot_dir="s3://bucket-x/snap", trainjob_trainer_extra_args=["--timeout-s=300"],
+        trainjob_trainer_backend="gloo", trainjob_aws_endpoint_url="http://172.18.0.1:5050",
+        trainjob_aws_credentials_secret="trainfleet-aws-local",
+        trainjob_env=[{"name": "TRAINFLEET_DATA_CACHE", "value": "/data/cache"},
                         {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}],
         mpijob_mpirun_extra_args=["--bind-to", "none"])
     command = ctr(job, "Launcher")["command"]
@@ -195,11 +199,11 @@ def test_trainer_args_and_env_are_the_pytorchjobs():
 
 def test_pods_are_restricted_and_share_the_pytorchjob_placement_and_resources():
     job, _text = render(
-        pytorchjob_node_selector={"trainfleet.io/nodegroup": "cpu"},
-        pytorchjob_tolerations=[{"key": "dedicated", "operator": "Equal", "value": "train", "effect": "NoSchedule"}],
-        pytorchjob_cpu_request="1500m", pytorchjob_memory_request="4Gi", pytorchjob_memory_limit="5Gi",
-        pytorchjob_pvc_claim_name="shared", pytorchjob_pvc_mount_path="/shared", pytorchjob_shm_size="2Gi",
-        pytorchjob_service_account="trainfleet-trainer", pytorchjob_security_context={"fsGroup": 10001})
+        trainjob_node_selector={"trainfleet.io/nodegroup": "cpu"},
+        trainjob_tolerations=[{"key": "dedicated", "operator": "Equal", "value": "train", "effect": "NoSchedule"}],
+        trainjob_cpu_request="1500m", trainjob_memory_request="4Gi", trainjob_memory_limit="5Gi",
+        trainjob_pvc_claim_name="shared", trainjob_pvc_mount_path="/shared", trainjob_shm_size="2Gi",
+        trainjob_service_account="trainfleet-trainer", trainjob_security_context={"fsGroup": 10001})
     for rtype in ("Launcher", "Worker"):
         spec = pod(job, rtype)
         assert restricted_violations(spec) == [], rtype
@@ -218,23 +222,23 @@ def test_pods_are_restricted_and_share_the_pytorchjob_placement_and_resources():
     assert "volumeMounts" not in launcher and "volumes" not in pod(job, "Launcher")
 
 
-@pytest.mark.parametrize("variable", ["mpijob_name", "mpijob_namespace", "mpijob_image", "mpijob_sshd_command",
+@pytest.mark.parametrize("variable", ["trainjob_name", "trainjob_namespace", "trainjob_image", "mpijob_sshd_command",
                                       "mpijob_mpirun_extra_args"])
 def test_jinja_in_a_value_stays_literal(variable):
     """A value holding "{{ ... }}" is data: rendered once, quoted by to_json, never evaluated."""
     hostile = "{{ lookup('pipe', 'id') }}"
     variables = role_vars()
     variables[variable] = [hostile] if variable.endswith(("_command", "_args")) else hostile
-    if variable == "mpijob_name":
-        variables["pytorchjob_name"] = hostile
+    if variable == "trainjob_name":
+        variables["trainjob_name"] = hostile
     text = render_text(variables, template=TEMPLATE)
     job = yaml.safe_load(text)
     assert "uid=" not in text
-    if variable == "mpijob_name":
+    if variable == "trainjob_name":
         assert job["metadata"]["name"] == hostile
-    elif variable == "mpijob_namespace":
+    elif variable == "trainjob_namespace":
         assert job["metadata"]["namespace"] == hostile
-    elif variable == "mpijob_image":
+    elif variable == "trainjob_image":
         assert ctr(job, "Worker")["image"] == hostile
     elif variable == "mpijob_sshd_command":
         assert ctr(job, "Worker")["command"] == [hostile]
@@ -245,7 +249,7 @@ def test_jinja_in_a_value_stays_literal(variable):
 def test_yaml_injection_stays_one_document():
     inject = "x\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: injected}"
     variables = role_vars()
-    variables["mpijob_image"] = inject
+    variables["trainjob_image"] = inject
     variables["mpijob_sshd_command"] = [inject]
     text = render_text(variables, template=TEMPLATE)
     docs = [d for d in yaml.safe_load_all(text) if d is not None]
@@ -264,21 +268,19 @@ def test_inventory_examples_render(platform):
             pod_endpoint_url="http://172.18.0.1:5050", credentials="secret", credentials_secret="trainfleet-aws-local")
     else:
         overrides["trainfleet_cluster"] = contract(bucket="trainfleet-123456789012-us-west-2", region="us-west-2")
-    variables = dict(SHARED)
-    variables.update(_load(os.path.join(PYTORCHJOB_ROLE, "defaults", "main.yml")))
-    variables.update(_load(os.path.join(ROLE, "defaults", "main.yml")))
+    assert overrides["trainjob_launcher"] == "pytorchjob"
+    overrides["trainjob_launcher"] = "mpijob"
+    variables = launcher_defaults()
     variables.update(overrides)
-    variables.update(mapping())
     variables = _resolve(variables)
     job = yaml.safe_load(render_text(variables, template=TEMPLATE))
     check_mpijob_shape(job)
-    assert overrides["train_launcher"] == "pytorchjob"
     assert ctr(job, "Worker")["image"] == MPI_IMAGE
     bucket = "trainfleet-local" if platform == "local" else "trainfleet-123456789012-us-west-2"
     run = "s3://%s/training/trainfleet-digits-mpi" % bucket
     command = ctr(job, "Launcher")["command"]
     assert "--output-dir=" + run in command and "--snapshot-dir=" + run + "/snapshots" in command
-    assert "--epochs=10" in command
+    assert "--epochs=%s" % overrides["trainjob_trainer_epochs"] in command
 
 
 def test_every_variable_has_a_default_and_an_argument_spec():
@@ -291,23 +293,23 @@ def test_every_variable_has_a_default_and_an_argument_spec():
 # --------------------------------------------------------------------------- preflight (ansible-playbook)
 
 BAD_INPUTS = {
-    "name": ({"mpijob_name": "Bad_Name"}, "mpijob_name", '"Bad_Name"'),
-    "name-too-long": ({"mpijob_name": "a" * 41}, "mpijob_name", json.dumps("a" * 41)),
-    "namespace": ({"mpijob_namespace": "kube system"}, "mpijob_namespace", '"kube system"'),
-    "image-empty": ({"mpijob_image": ""}, "mpijob_image", '""'),
+    "name": ({"trainjob_name": "Bad_Name"}, "trainjob_name", '"Bad_Name"'),
+    "name-too-long": ({"trainjob_name": "a" * 41}, "trainjob_name", json.dumps("a" * 41)),
+    "namespace": ({"trainjob_namespace": "kube system"}, "trainjob_namespace", '"kube system"'),
+    "image-empty": ({"trainjob_image": ""}, "trainjob_image", '""'),
     "workers-zero": ({"mpijob_workers": 0}, "mpijob_workers", "0"),
     "slots-too-many": ({"mpijob_slots_per_worker": 65}, "mpijob_slots_per_worker", "65"),
     "ssh-port-privileged": ({"mpijob_ssh_port": 22}, "mpijob_ssh_port", "22"),
     "sshd-command-empty": ({"mpijob_sshd_command": []}, "mpijob_sshd_command", "[]"),
     "mpirun-np-override": ({"mpijob_mpirun_extra_args": ["-np", "64"]}, "mpijob_mpirun_extra_args", '"-np"'),
-    "epochs-zero": ({"mpijob_trainer_epochs": 0}, "mpijob_trainer_epochs", "0"),
+    "epochs-zero": ({"trainjob_trainer_epochs": 0}, "trainjob_trainer_epochs", "0"),
     "launcher-memory": ({"mpijob_launcher_memory_limit": "lots"}, "mpijob_launcher_memory_limit", '"lots"'),
     "clean-pod-policy-all": ({"mpijob_clean_pod_policy": "All"}, "mpijob_clean_pod_policy", "All"),
-    "log-dest-escape": ({"mpijob_log_dest": "/tmp/../etc/x.log"}, "mpijob_log_dest", '"/tmp/../etc/x.log"'),
-    "env-from": ({"pytorchjob_env_from": [{"secretRef": {"name": "x"}}]}, "pytorchjob_env_from", '"secretRef"'),
+    "log-dest-escape": ({"trainjob_log_dest": "/tmp/../etc/x.log"}, "trainjob_log_dest", '"/tmp/../etc/x.log"'),
+    "env-from": ({"trainjob_env_from": [{"secretRef": {"name": "x"}}]}, "trainjob_env_from", '"secretRef"'),
     # the shared settings are checked by the pytorchjob role's preflight, under their own names
-    "shared-root": ({"pytorchjob_run_as_user": 0}, "pytorchjob_allow_root", "0"),
-    "shared-memory": ({"pytorchjob_memory_request": "lots"}, "pytorchjob_memory_request", '"lots"'),
+    "shared-root": ({"trainjob_run_as_user": 0}, "trainjob_allow_root", "0"),
+    "shared-memory": ({"trainjob_memory_request": "lots"}, "trainjob_memory_request", '"lots"'),
 }
 
 
@@ -321,7 +323,7 @@ FAILURE_MSG = ("{{ (ansible_failed_result.results | selectattr('failed', 'define
 def outcomes(tmp_path_factory):
     """One ansible-playbook run in check mode, one play per case: the role inside block/rescue."""
     tmp_path = tmp_path_factory.mktemp("mpijob-preflight")
-    shared = dict(SHARED, trainfleet_cache_dir=str(tmp_path / "cache"), mpijob_image=MPI_IMAGE)
+    shared = dict(SHARED, trainfleet_cache_dir=str(tmp_path / "cache"), trainjob_image=MPI_IMAGE)
     cases = {case_id: case_vars for case_id, (case_vars, _variable, _quote) in BAD_INPUTS.items()}
     cases["good"] = {}
     plays = []
@@ -331,7 +333,7 @@ def outcomes(tmp_path_factory):
             "vars": shared,
             "tasks": [{
                 "block": [
-                    {"ansible.builtin.include_role": {"name": "trainfleet.training.mpijob"}, "vars": case_vars},
+                    {"ansible.builtin.include_role": {"name": "trainfleet.training.trainjob"}, "vars": dict(case_vars, trainjob_launcher="mpijob")},
                     {"ansible.builtin.set_fact": {"_outcome": "PASSED"}},
                 ],
                 "rescue": [{"ansible.builtin.set_fact": {"_outcome": FAILURE_MSG}}],
@@ -372,26 +374,25 @@ def test_good_input_renders_in_check_mode(outcomes):
 
 
 def test_train_launcher_is_checked_in_a_preflight_file():
-    tasks = _load(os.path.join(ROLE, "tasks", "preflight_launcher.yml"))
-    assert tasks[0]["name"] == "Check train_launcher"
+    tasks = _load(os.path.join(TRAINJOB_ROLE, "tasks", "launcher.yml"))
+    assert tasks[0]["name"] == "Check trainjob_launcher"
     playbook = _load(os.path.join(ROOT, "playbooks", "train.yml"))[0]
     first = playbook["pre_tasks"][0]
-    assert first["ansible.builtin.include_role"] == {"name": "trainfleet.training.mpijob", "tasks_from": "preflight_launcher.yml"}
+    assert first["ansible.builtin.include_role"] == {"name": "trainfleet.training.trainjob", "tasks_from": "launcher.yml"}
 
 
 # --------------------------------------------------------------------------- the shared report, for an MPIJob
 
 
 def _mpi_report(tmp_path, status, rank0):
-    """roles/pytorchjob/tasks/report.yml with the mpijob role's kind, prefix and note (its mapping)."""
+    """roles/trainjob/tasks/report.yml with what the mpijob role's render hands over (kind, note)."""
     result_file = tmp_path / "outcome.json"
-    names = mapping()
+    rendered = dict(handover(), manifest={})
     extra = {
-        "_pytorchjob_decision": "no job named trainfleet-digits-mpi existed, submitted it",
-        "pytorchjob_name": "trainfleet-digits-mpi", "pytorchjob_namespace": "trainfleet",
-        "_pytorchjob_job_kind": names["_pytorchjob_job_kind"], "_pytorchjob_var_prefix": names["_pytorchjob_var_prefix"],
-        "_pytorchjob_rank0_note": names["_pytorchjob_rank0_note"],
-        "__pytorchjob_status": status, "__pytorchjob_rank0": rank0, "result_file": str(result_file),
+        "_trainjob_decision": "no job named trainfleet-digits-mpi existed, submitted it",
+        "trainjob_name": "trainfleet-digits-mpi", "trainjob_namespace": "trainfleet",
+        "trainjob_rendered": rendered, "trainjob_launcher": "mpijob",
+        "__trainjob_status": status, "__trainjob_rank0": rank0, "result_file": str(result_file),
     }
     extra_file = tmp_path / "extra.json"
     extra_file.write_text(json.dumps(extra))
@@ -429,4 +430,4 @@ def test_mpijob_failure_names_the_mpijob_variables(tmp_path):
     outcome, out = _mpi_report(tmp_path, status, {"skipped": True, "changed": False})
     assert outcome["result"]["phase"] == "Failed"
     assert outcome["failure"].startswith("MPIJob trainfleet/trainfleet-digits-mpi Failed: BackoffLimitExceeded")
-    assert "-e mpijob_rerun=true" in outcome["failure"]
+    assert "-e trainjob_rerun=true" in outcome["failure"]

@@ -24,6 +24,7 @@ from ansible.plugins.filter.core import FilterModule as CoreFilters
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "pytorchjob")
+TRAINJOB = os.path.join(ROOT, "roles", "trainjob")
 TEMPLATE = os.path.join(ROLE, "templates", "pytorchjob.yaml.j2")
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "pytorchjob_role")
 PLAYBOOK_TIMEOUT = 300
@@ -120,18 +121,19 @@ def _resolve(variables):
 
 
 def role_vars(**overrides):
-    with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
-        defaults = yaml.safe_load(handle)
+    """The trainjob role's defaults (the shared trainjob_* settings), then the pytorchjob role's."""
     variables = dict(SHARED)
-    variables.update(defaults)
-    variables["pytorchjob_image"] = IMAGE
+    for role in (TRAINJOB, ROLE):
+        with open(os.path.join(role, "defaults", "main.yml")) as handle:
+            variables.update(yaml.safe_load(handle))
+    variables["trainjob_image"] = IMAGE
     variables.update(overrides)
     return _resolve(variables)
 
 
 def render_text(variables, template=TEMPLATE):
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(os.path.dirname(TEMPLATE)),
+        loader=jinja2.FileSystemLoader(os.path.dirname(template)),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         keep_trailing_newline=True,
@@ -213,17 +215,17 @@ def env_of(job, rtype):
 
 def test_static_master_worker_cpu_job():
     job, text = render(
-        pytorchjob_name="digits-static",
-        pytorchjob_namespace="training",
+        trainjob_name="digits-static",
+        trainjob_namespace="training",
         pytorchjob_worker_replicas=2,
-        pytorchjob_trainer_backend="gloo",
-        pytorchjob_aws_endpoint_url="http://172.18.0.1:5050",
-        pytorchjob_aws_credentials_secret="aws-local",
-        pytorchjob_aws_credentials_create=True,
-        pytorchjob_aws_access_key_id="AKIDLOCALTEST",
-        pytorchjob_aws_secret_access_key="s3cr3t-never-rendered",
-        pytorchjob_s3_bucket="trainfleet-local",
-        pytorchjob_s3_prefix="/runs/",
+        trainjob_trainer_backend="gloo",
+        trainjob_aws_endpoint_url="http://172.18.0.1:5050",
+        trainjob_aws_credentials_secret="aws-local",
+        trainjob_aws_credentials_create=True,
+        trainjob_aws_access_key_id="AKIDLOCALTEST",
+        trainjob_aws_secret_access_key="s3cr3t-never-rendered",
+        trainjob_s3_bucket="trainfleet-local",
+        trainjob_s3_prefix="/runs/",
         pytorchjob_active_deadline_seconds=600,
         pytorchjob_ttl_seconds_after_finished=0,
     )
@@ -263,7 +265,7 @@ def test_static_master_worker_cpu_job():
 
 def test_elastic_c10d_job():
     job, _manifest = render(
-        pytorchjob_name="digits-elastic",
+        trainjob_name="digits-elastic",
         pytorchjob_elastic=True,
         pytorchjob_master_replicas=0,
         pytorchjob_worker_replicas=2,
@@ -303,18 +305,18 @@ def test_elastic_max_replicas_defaults_to_worker_count():
 def test_gpu_job_with_resources_tolerations_and_node_selector():
     tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     job, _manifest = render(
-        pytorchjob_gpus=4,
+        trainjob_gpus=4,
         pytorchjob_nproc_per_node=4,
-        pytorchjob_trainer_backend="nccl",
-        pytorchjob_cpu_request="8",
-        pytorchjob_cpu_limit="16",
-        pytorchjob_memory_request="64Gi",
-        pytorchjob_memory_limit="96Gi",
-        pytorchjob_node_selector={"node.kubernetes.io/instance-type": "g5.12xlarge"},
-        pytorchjob_tolerations=tolerations,
-        pytorchjob_shm_size="8Gi",
-        pytorchjob_service_account="trainfleet-trainer",
-        pytorchjob_image_pull_secrets=["regcred"],
+        trainjob_trainer_backend="nccl",
+        trainjob_cpu_request="8",
+        trainjob_cpu_limit="16",
+        trainjob_memory_request="64Gi",
+        trainjob_memory_limit="96Gi",
+        trainjob_node_selector={"node.kubernetes.io/instance-type": "g5.12xlarge"},
+        trainjob_tolerations=tolerations,
+        trainjob_shm_size="8Gi",
+        trainjob_service_account="trainfleet-trainer",
+        trainjob_image_pull_secrets=["regcred"],
     )
     for rtype in ("Master", "Worker"):
         c = container(job, rtype)
@@ -343,7 +345,7 @@ def test_pods_leave_a_lost_node_after_pytorchjob_node_lost_toleration_seconds():
     job, _manifest = render()
     for rtype in ("Master", "Worker"):
         assert pod_spec(job, rtype)["tolerations"] == NODE_LOST_TOLERATIONS  # default 30 s, not the cluster's 300
-    job, manifest = render(pytorchjob_node_lost_toleration_seconds="45")
+    job, manifest = render(trainjob_node_lost_toleration_seconds="45")
     assert [t["tolerationSeconds"] for t in pod_spec(job, "Worker")["tolerations"]] == [45, 45]
     assert '"tolerationSeconds": 45' in manifest  # an int, through to_json
 
@@ -355,7 +357,7 @@ def test_lost_pod_risks_of_the_rendered_jobs():
     static, _manifest = render()
     assert [r["code"] for r in pj.lost_pod_risks(static)] == [pj.RISK_STATIC_RENDEZVOUS, pj.RISK_NO_SNAPSHOTS]
     elastic, _manifest = render(pytorchjob_elastic=True, pytorchjob_master_replicas=0, pytorchjob_worker_replicas=2,
-                                pytorchjob_backoff_limit=4, pytorchjob_trainer_snapshot_dir="s3://trainfleet-local/snap")
+                                pytorchjob_backoff_limit=4, trainjob_trainer_snapshot_dir="s3://trainfleet-local/snap")
     assert pj.lost_pod_risks(elastic) == []
 
 
@@ -363,30 +365,30 @@ def test_user_tolerations_merge_with_the_node_lost_ones_and_win_for_the_same_key
     mine = [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 600},
             {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
             {"key": "dedicated", "operator": "Equal", "value": "training", "effect": "NoSchedule"}]
-    job, _manifest = render(pytorchjob_tolerations=mine, pytorchjob_node_lost_toleration_seconds=10)
+    job, _manifest = render(trainjob_tolerations=mine, trainjob_node_lost_toleration_seconds=10)
     assert pod_spec(job, "Master")["tolerations"] == mine + [
         {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10}]
 
 
 def test_trainium_efa_job_with_fsx_claim_and_shm():
     job, _manifest = render(
-        pytorchjob_name="bert-trn1",
+        trainjob_name="bert-trn1",
         pytorchjob_worker_replicas=1,
         pytorchjob_nproc_per_node=32,
-        pytorchjob_neuron_devices=16,
-        pytorchjob_efa_devices=8,
-        pytorchjob_cpu_request="120",
-        pytorchjob_memory_request="480Gi",
-        pytorchjob_memory_limit="",
-        pytorchjob_node_selector={"node.kubernetes.io/instance-type": "trn1.32xlarge"},
-        pytorchjob_tolerations=[{"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}],
-        pytorchjob_pvc_claim_name="fsx-claim",
-        pytorchjob_pvc_mount_path="/fsx",
-        pytorchjob_shm_size="64Gi",
-        pytorchjob_trainer_snapshot_dir="/fsx/snapshots/bert-trn1",
-        pytorchjob_security_context={"fsGroup": 10001},
-        pytorchjob_service_account="trainfleet-trainer",
-        pytorchjob_env=[{"name": "FI_PROVIDER", "value": "efa"}, {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"}],
+        trainjob_neuron_devices=16,
+        trainjob_efa_devices=8,
+        trainjob_cpu_request="120",
+        trainjob_memory_request="480Gi",
+        trainjob_memory_limit="",
+        trainjob_node_selector={"node.kubernetes.io/instance-type": "trn1.32xlarge"},
+        trainjob_tolerations=[{"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}],
+        trainjob_pvc_claim_name="fsx-claim",
+        trainjob_pvc_mount_path="/fsx",
+        trainjob_shm_size="64Gi",
+        trainjob_trainer_snapshot_dir="/fsx/snapshots/bert-trn1",
+        trainjob_security_context={"fsGroup": 10001},
+        trainjob_service_account="trainfleet-trainer",
+        trainjob_env=[{"name": "FI_PROVIDER", "value": "efa"}, {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"}],
     )
     for rtype in ("Master", "Worker"):
         c = container(job, rtype)
@@ -430,8 +432,8 @@ def test_custom_command_and_args_are_used_verbatim():
 def test_extra_torchrun_and_trainer_args_and_output_dir():
     job, _manifest = render(
         pytorchjob_torchrun_extra_args=["--log_dir=/tmp/torchrun", "--tee=3"],
-        pytorchjob_trainer_extra_args=["--model=cnn", "--seed=7"],
-        pytorchjob_trainer_output_dir="/data/out",
+        trainjob_trainer_extra_args=["--model=cnn", "--seed=7"],
+        trainjob_trainer_output_dir="/data/out",
     )
     args = container(job, "Worker")["args"]
     assert args[:5] == ["--nproc_per_node=1", "--log_dir=/tmp/torchrun", "--tee=3", "-m", "trainer.train"]
@@ -446,9 +448,9 @@ def test_run_policy_and_labels():
         pytorchjob_ttl_seconds_after_finished=3600,
         pytorchjob_clean_pod_policy="All",
         pytorchjob_restart_policy="ExitCode",
-        pytorchjob_labels={"team": "ml"},
-        pytorchjob_annotations={"note": "a: b # not a comment"},
-        pytorchjob_pod_annotations={"sidecar.istio.io/inject": "false"},
+        trainjob_labels={"team": "ml"},
+        trainjob_annotations={"note": "a: b # not a comment"},
+        trainjob_pod_annotations={"sidecar.istio.io/inject": "false"},
     )
     assert job["spec"]["runPolicy"] == {"backoffLimit": 0, "cleanPodPolicy": "All", "ttlSecondsAfterFinished": 3600}
     assert job["metadata"]["labels"]["team"] == "ml"
@@ -567,7 +569,7 @@ def with_operator_init_container(job):
 @pytest.mark.parametrize("overrides", [
     {},
     {"pytorchjob_elastic": True, "pytorchjob_master_replicas": 0, "pytorchjob_worker_replicas": 2},
-    {"pytorchjob_shm_size": "1Gi", "pytorchjob_pvc_claim_name": "data-claim", "pytorchjob_security_context": {"fsGroup": 10001}},
+    {"trainjob_shm_size": "1Gi", "trainjob_pvc_claim_name": "data-claim", "trainjob_security_context": {"fsGroup": 10001}},
 ], ids=["static", "elastic", "pvc-shm-fsgroup"])
 def test_pods_meet_the_restricted_pod_security_standard_by_default(overrides):
     job, _manifest = render(**overrides)
@@ -576,7 +578,7 @@ def test_pods_meet_the_restricted_pod_security_standard_by_default(overrides):
         assert restricted_violations(pod) == [], rtype
         assert pod["automountServiceAccountToken"] is False
         assert container(job, rtype)["securityContext"] == RESTRICTED_CONTAINER
-        expected = dict(RESTRICTED_POD, **overrides.get("pytorchjob_security_context", {}))
+        expected = dict(RESTRICTED_POD, **overrides.get("trainjob_security_context", {}))
         assert pod["securityContext"] == expected
     if "Master" in pods:
         # the operator's init container runs as the pod's numeric user, dropping every capability
@@ -588,10 +590,10 @@ def test_pods_meet_the_restricted_pod_security_standard_by_default(overrides):
 def test_restricted_checker_sees_what_the_opt_ins_allow():
     """The checker above is not vacuous: the opt-in settings are violations."""
     job, _manifest = render(
-        pytorchjob_run_as_user=0, pytorchjob_allow_root=True, pytorchjob_allow_privileged=True,
-        pytorchjob_allow_privilege_escalation=True, pytorchjob_allow_host_path=True,
-        pytorchjob_container_security_context={"privileged": True},
-        pytorchjob_extra_volumes=[{"name": "host", "hostPath": {"path": "/var/log"}}])
+        trainjob_run_as_user=0, trainjob_allow_root=True, trainjob_allow_privileged=True,
+        trainjob_allow_privilege_escalation=True, trainjob_allow_host_path=True,
+        trainjob_container_security_context={"privileged": True},
+        trainjob_extra_volumes=[{"name": "host", "hostPath": {"path": "/var/log"}}])
     found = restricted_violations(pod_spec(job, "Master"))
     assert set(found) >= {"volume host", "pod runAsUser 0", "pytorch privileged", "pytorch allowPrivilegeEscalation",
                           "pytorch runAsNonRoot"}, found
@@ -599,8 +601,8 @@ def test_restricted_checker_sees_what_the_opt_ins_allow():
 
 def test_user_security_contexts_merge_over_the_restricted_defaults():
     job, _manifest = render(
-        pytorchjob_security_context={"fsGroup": 10001, "seccompProfile": {"type": "Localhost", "localhostProfile": "t.json"}},
-        pytorchjob_container_security_context={"readOnlyRootFilesystem": True, "capabilities": {"add": ["NET_BIND_SERVICE"]}})
+        trainjob_security_context={"fsGroup": 10001, "seccompProfile": {"type": "Localhost", "localhostProfile": "t.json"}},
+        trainjob_container_security_context={"readOnlyRootFilesystem": True, "capabilities": {"add": ["NET_BIND_SERVICE"]}})
     assert pod_spec(job, "Worker")["securityContext"] == {
         "runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001,
         "seccompProfile": {"type": "Localhost", "localhostProfile": "t.json"}}
@@ -612,14 +614,14 @@ def test_user_security_contexts_merge_over_the_restricted_defaults():
 @pytest.mark.parametrize("context", [{"privileged": True}, {"capabilities": {"add": ["CAP_SYS_ADMIN"]}}])
 def test_privileged_opt_in_renders_what_kubernetes_accepts(context):
     """Kubernetes rejects privileged or CAP_SYS_ADMIN with allowPrivilegeEscalation false: the
-    default follows (the preflight then asks for pytorchjob_allow_privilege_escalation too)."""
-    job, _manifest = render(pytorchjob_container_security_context=context)
+    default follows (the preflight then asks for trainjob_allow_privilege_escalation too)."""
+    job, _manifest = render(trainjob_container_security_context=context)
     assert container(job, "Master")["securityContext"]["allowPrivilegeEscalation"] is True
 
 
 def test_root_and_token_opt_ins_render():
-    job, _manifest = render(pytorchjob_run_as_user=0, pytorchjob_run_as_group=0, pytorchjob_allow_root=True,
-                            pytorchjob_automount_service_account_token=True)
+    job, _manifest = render(trainjob_run_as_user=0, trainjob_run_as_group=0, trainjob_allow_root=True,
+                            trainjob_automount_service_account_token=True)
     pod = pod_spec(job, "Master")
     assert pod["securityContext"]["runAsUser"] == 0 and pod["securityContext"]["runAsNonRoot"] is False
     assert pod["automountServiceAccountToken"] is True
@@ -645,7 +647,7 @@ def test_trainer_image_user_is_numeric_and_is_the_pods_user():
     assert re.match(r"^[0-9]+:[0-9]+$", user), user
     assert user == "10001:10001"
     defaults = role_vars()
-    assert user == "%s:%s" % (defaults["pytorchjob_run_as_user"], defaults["pytorchjob_run_as_group"])
+    assert user == "%s:%s" % (defaults["trainjob_run_as_user"], defaults["trainjob_run_as_group"])
     text = open(DOCKERFILE).read()
     assert "COPY --chown=root:root . /opt/trainfleet/trainer/" in text
     assert "chmod -R a+rX,go-w /opt/trainfleet" in text  # readable by the trainer's user, whatever the context's modes
@@ -721,7 +723,7 @@ def test_inventory_defaults_survive_a_lost_pod_or_node(platform):
     assert pj.lost_pod_risks(job) == []
     # a platform without an object store: the outputs and the snapshots go to the claim
     overrides["trainfleet_cluster"] = contract(kind="none", bucket="")
-    overrides.update(pytorchjob_pvc_claim_name="shared", pytorchjob_pvc_mount_path="/shared")
+    overrides.update(trainjob_pvc_claim_name="shared", trainjob_pvc_mount_path="/shared")
     job, _text = render(**overrides)
     assert container(job, "Worker")["args"][-3:-1] == [
         "--output-dir=/shared/outputs/trainfleet-digits", "--snapshot-dir=/shared/snapshots/trainfleet-digits"]
@@ -753,7 +755,7 @@ def _playbook(args, tmp_path):
 def _run_role(tmp_path, extra_vars, check=True):
     variables = dict(SHARED)
     variables["trainfleet_cache_dir"] = str(tmp_path / "cache")
-    variables["pytorchjob_image"] = IMAGE
+    variables["trainjob_image"] = IMAGE
     variables.update(extra_vars)
     args = [os.path.join(FIXTURES, "role.yml"), "-e", json.dumps(variables)]
     if check:
@@ -762,9 +764,9 @@ def _run_role(tmp_path, extra_vars, check=True):
 
 
 BAD_INPUTS = {
-    "name-not-dns-label": ({"pytorchjob_name": "Bad_Name"}, "pytorchjob_name"),
-    "name-too-long": ({"pytorchjob_name": "a" * 49}, "pytorchjob_name"),
-    "image-empty": ({"pytorchjob_image": ""}, "pytorchjob_image"),
+    "name-not-dns-label": ({"trainjob_name": "Bad_Name"}, "trainjob_name"),
+    "name-too-long": ({"trainjob_name": "a" * 49}, "trainjob_name"),
+    "image-empty": ({"trainjob_image": ""}, "trainjob_image"),
     "static-without-master": ({"pytorchjob_master_replicas": 0}, "pytorchjob_master_replicas"),
     "two-masters": ({"pytorchjob_master_replicas": 2}, "pytorchjob_master_replicas"),
     "elastic-with-master": ({"pytorchjob_elastic": True}, "pytorchjob_master_replicas"),
@@ -772,42 +774,42 @@ BAD_INPUTS = {
                                    "pytorchjob_worker_replicas": 3, "pytorchjob_elastic_max_replicas": 2},
                                   "pytorchjob_elastic_max_replicas"),
     "nproc-zero": ({"pytorchjob_nproc_per_node": 0}, "pytorchjob_nproc_per_node"),
-    "memory-not-quantity": ({"pytorchjob_memory_request": "lots"}, "pytorchjob_memory_request"),
-    "gpus-negative": ({"pytorchjob_gpus": -1}, "pytorchjob_gpus"),
-    "inline-credentials": ({"pytorchjob_env": [{"name": "AWS_SECRET_ACCESS_KEY", "value": "inline"}]},
-                           "pytorchjob_aws_credentials_secret"),
-    "create-secret-without-keys": ({"pytorchjob_aws_credentials_secret": "aws", "pytorchjob_aws_credentials_create": True},
-                                   "pytorchjob_aws_access_key_id"),
+    "memory-not-quantity": ({"trainjob_memory_request": "lots"}, "trainjob_memory_request"),
+    "gpus-negative": ({"trainjob_gpus": -1}, "trainjob_gpus"),
+    "inline-credentials": ({"trainjob_env": [{"name": "AWS_SECRET_ACCESS_KEY", "value": "inline"}]},
+                           "trainjob_aws_credentials_secret"),
+    "create-secret-without-keys": ({"trainjob_aws_credentials_secret": "aws", "trainjob_aws_credentials_create": True},
+                                   "trainjob_aws_access_key_id"),
     "restart-policy": ({"pytorchjob_restart_policy": "Sometimes"}, "pytorchjob_restart_policy"),
     "clean-pod-policy": ({"pytorchjob_clean_pod_policy": "Some"}, "pytorchjob_clean_pod_policy"),
-    "endpoint-not-url": ({"pytorchjob_aws_endpoint_url": "moto:5050"}, "pytorchjob_aws_endpoint_url"),
-    "bucket-invalid": ({"pytorchjob_s3_bucket": "Not_A_Bucket"}, "pytorchjob_s3_bucket"),
-    "pvc-mount-relative": ({"pytorchjob_pvc_claim_name": "fsx", "pytorchjob_pvc_mount_path": "fsx"},
-                           "pytorchjob_pvc_mount_path"),
-    "wait-timeout-zero": ({"pytorchjob_wait_timeout": 0}, "pytorchjob_wait_timeout"),
+    "endpoint-not-url": ({"trainjob_aws_endpoint_url": "moto:5050"}, "trainjob_aws_endpoint_url"),
+    "bucket-invalid": ({"trainjob_s3_bucket": "Not_A_Bucket"}, "trainjob_s3_bucket"),
+    "pvc-mount-relative": ({"trainjob_pvc_claim_name": "fsx", "trainjob_pvc_mount_path": "fsx"},
+                           "trainjob_pvc_mount_path"),
+    "wait-timeout-zero": ({"trainjob_wait_timeout": 0}, "trainjob_wait_timeout"),
     "replicas-not-int": ({"pytorchjob_worker_replicas": "many"}, "pytorchjob_worker_replicas"),
-    "node-lost-seconds-zero": ({"pytorchjob_node_lost_toleration_seconds": 0}, "pytorchjob_node_lost_toleration_seconds"),
-    "node-lost-seconds-too-long": ({"pytorchjob_node_lost_toleration_seconds": 3601}, "pytorchjob_node_lost_toleration_seconds"),
-    "node-lost-seconds-not-int": ({"pytorchjob_node_lost_toleration_seconds": "soon"}, "pytorchjob_node_lost_toleration_seconds"),
+    "node-lost-seconds-zero": ({"trainjob_node_lost_toleration_seconds": 0}, "trainjob_node_lost_toleration_seconds"),
+    "node-lost-seconds-too-long": ({"trainjob_node_lost_toleration_seconds": 3601}, "trainjob_node_lost_toleration_seconds"),
+    "node-lost-seconds-not-int": ({"trainjob_node_lost_toleration_seconds": "soon"}, "trainjob_node_lost_toleration_seconds"),
     # pod security: each widening needs its own opt-in, named in the message
-    "root-run-as-user": ({"pytorchjob_run_as_user": 0}, "pytorchjob_allow_root"),
-    "root-pod-run-as-user": ({"pytorchjob_security_context": {"runAsUser": 0}}, "pytorchjob_allow_root"),
-    "root-pod-run-as-non-root-false": ({"pytorchjob_security_context": {"runAsNonRoot": False}}, "pytorchjob_allow_root"),
-    "root-container-run-as-user": ({"pytorchjob_container_security_context": {"runAsUser": 0}}, "pytorchjob_allow_root"),
-    "run-as-user-negative": ({"pytorchjob_run_as_user": -1}, "pytorchjob_run_as_user"),
-    "privileged": ({"pytorchjob_container_security_context": {"privileged": True}}, "pytorchjob_allow_privileged"),
-    "capabilities-add": ({"pytorchjob_container_security_context": {"capabilities": {"add": ["NET_ADMIN"]}}},
-                         "pytorchjob_allow_privileged"),
-    "seccomp-unconfined": ({"pytorchjob_security_context": {"seccompProfile": {"type": "Unconfined"}}},
-                           "pytorchjob_allow_privileged"),
-    "proc-mount-unmasked": ({"pytorchjob_container_security_context": {"procMount": "Unmasked"}}, "pytorchjob_allow_privileged"),
-    "privilege-escalation": ({"pytorchjob_container_security_context": {"allowPrivilegeEscalation": True}},
-                             "pytorchjob_allow_privilege_escalation"),
-    "privileged-implies-escalation": ({"pytorchjob_container_security_context": {"privileged": True},
-                                       "pytorchjob_allow_privileged": True}, "pytorchjob_allow_privilege_escalation"),
-    "host-path-root": ({"pytorchjob_extra_volumes": [{"name": "host", "hostPath": {"path": "/"}}]}, "pytorchjob_allow_host_path"),
-    "namespace-kube-system": ({"pytorchjob_namespace": "kube-system"}, "pytorchjob_allow_system_namespace"),
-    "namespace-kube-node-lease": ({"pytorchjob_namespace": "kube-node-lease"}, "pytorchjob_allow_system_namespace"),
+    "root-run-as-user": ({"trainjob_run_as_user": 0}, "trainjob_allow_root"),
+    "root-pod-run-as-user": ({"trainjob_security_context": {"runAsUser": 0}}, "trainjob_allow_root"),
+    "root-pod-run-as-non-root-false": ({"trainjob_security_context": {"runAsNonRoot": False}}, "trainjob_allow_root"),
+    "root-container-run-as-user": ({"trainjob_container_security_context": {"runAsUser": 0}}, "trainjob_allow_root"),
+    "run-as-user-negative": ({"trainjob_run_as_user": -1}, "trainjob_run_as_user"),
+    "privileged": ({"trainjob_container_security_context": {"privileged": True}}, "trainjob_allow_privileged"),
+    "capabilities-add": ({"trainjob_container_security_context": {"capabilities": {"add": ["NET_ADMIN"]}}},
+                         "trainjob_allow_privileged"),
+    "seccomp-unconfined": ({"trainjob_security_context": {"seccompProfile": {"type": "Unconfined"}}},
+                           "trainjob_allow_privileged"),
+    "proc-mount-unmasked": ({"trainjob_container_security_context": {"procMount": "Unmasked"}}, "trainjob_allow_privileged"),
+    "privilege-escalation": ({"trainjob_container_security_context": {"allowPrivilegeEscalation": True}},
+                             "trainjob_allow_privilege_escalation"),
+    "privileged-implies-escalation": ({"trainjob_container_security_context": {"privileged": True},
+                                       "trainjob_allow_privileged": True}, "trainjob_allow_privilege_escalation"),
+    "host-path-root": ({"trainjob_extra_volumes": [{"name": "host", "hostPath": {"path": "/"}}]}, "trainjob_allow_host_path"),
+    "namespace-kube-system": ({"trainjob_namespace": "kube-system"}, "trainjob_allow_system_namespace"),
+    "namespace-kube-node-lease": ({"trainjob_namespace": "kube-node-lease"}, "trainjob_allow_system_namespace"),
     # gang scheduling
     "scheduler-unknown": ({"pytorchjob_scheduler_name": "kube-batch"}, "pytorchjob_scheduler_name"),
     "queue-not-dns-label": ({"pytorchjob_scheduler_name": "volcano", "pytorchjob_queue": "Team_A"}, "pytorchjob_queue"),
@@ -818,15 +820,15 @@ BAD_INPUTS = {
 }
 # The same settings with their opt-ins pass the preflight (check mode renders the job).
 OPT_IN_INPUTS = {
-    "allow-root": {"pytorchjob_run_as_user": 0, "pytorchjob_security_context": {"runAsNonRoot": False},
-                   "pytorchjob_allow_root": True},
-    "allow-privileged": {"pytorchjob_container_security_context": {"privileged": True}, "pytorchjob_allow_privileged": True,
-                         "pytorchjob_allow_privilege_escalation": True},
-    "allow-host-path": {"pytorchjob_extra_volumes": [{"name": "host", "hostPath": {"path": "/var/log"}}],
-                        "pytorchjob_allow_host_path": True},
-    "allow-system-namespace": {"pytorchjob_namespace": "kube-system", "pytorchjob_allow_system_namespace": True},
-    "net-bind-service-needs-no-opt-in": {"pytorchjob_container_security_context": {"capabilities": {"add": ["NET_BIND_SERVICE"]}}},
-    "namespace-default-is-not-a-system-namespace": {"pytorchjob_namespace": "default"},
+    "allow-root": {"trainjob_run_as_user": 0, "trainjob_security_context": {"runAsNonRoot": False},
+                   "trainjob_allow_root": True},
+    "allow-privileged": {"trainjob_container_security_context": {"privileged": True}, "trainjob_allow_privileged": True,
+                         "trainjob_allow_privilege_escalation": True},
+    "allow-host-path": {"trainjob_extra_volumes": [{"name": "host", "hostPath": {"path": "/var/log"}}],
+                        "trainjob_allow_host_path": True},
+    "allow-system-namespace": {"trainjob_namespace": "kube-system", "trainjob_allow_system_namespace": True},
+    "net-bind-service-needs-no-opt-in": {"trainjob_container_security_context": {"capabilities": {"add": ["NET_BIND_SERVICE"]}}},
+    "namespace-default-is-not-a-system-namespace": {"trainjob_namespace": "default"},
     "volcano-gang": {"pytorchjob_scheduler_name": "volcano", "pytorchjob_queue": "team-a", "pytorchjob_worker_replicas": 2,
                      "pytorchjob_min_available": 3},
 }
@@ -837,7 +839,7 @@ def bad_input_outcomes(tmp_path_factory):
     """One ansible-playbook run, one play per bad input: the role inside block/rescue; each play
     prints CASE <id>: <the failure message> (or PASSED)."""
     tmp_path = tmp_path_factory.mktemp("pytorchjob-preflight")
-    shared = dict(SHARED, trainfleet_cache_dir=str(tmp_path / "cache"), pytorchjob_image=IMAGE)
+    shared = dict(SHARED, trainfleet_cache_dir=str(tmp_path / "cache"), trainjob_image=IMAGE)
     plays = []
     cases = dict((case_id, case_vars) for case_id, (case_vars, _message) in BAD_INPUTS.items())
     cases.update(OPT_IN_INPUTS)
@@ -850,7 +852,7 @@ def bad_input_outcomes(tmp_path_factory):
             "vars": shared,
             "tasks": [{
                 "block": [
-                    {"ansible.builtin.include_role": {"name": "trainfleet.training.pytorchjob"}, "vars": case_vars},
+                    {"ansible.builtin.include_role": {"name": "trainfleet.training.trainjob"}, "vars": case_vars},
                     {"ansible.builtin.set_fact": {"_outcome": "PASSED"}},
                 ],
                 "rescue": [{"ansible.builtin.set_fact": {"_outcome": "{{ ansible_failed_result.msg }}"}}],
@@ -884,8 +886,8 @@ def test_preflight_accepts_each_widening_with_its_opt_in(bad_input_outcomes, cas
 
 def test_preflight_quotes_the_refused_security_settings(bad_input_outcomes):
     outcomes, _tmp_path = bad_input_outcomes
-    assert 'pytorchjob_security_context {"runAsUser": 0}' in outcomes["root-pod-run-as-user"]
-    assert 'pytorchjob_run_as_user 0' in outcomes["root-run-as-user"]
+    assert 'trainjob_security_context {"runAsUser": 0}' in outcomes["root-pod-run-as-user"]
+    assert 'trainjob_run_as_user 0' in outcomes["root-run-as-user"]
     assert '{"privileged": true}' in outcomes["privileged"]
     assert '"NET_ADMIN"' in outcomes["capabilities-add"]
     assert '[{"path": "/"}]' in outcomes["host-path-root"]
@@ -922,7 +924,7 @@ def test_check_mode_renders_without_cluster_and_writes_nothing(tmp_path):
 def test_missing_kubeconfig_fails_outside_check_mode(tmp_path):
     rc, out = _run_role(tmp_path, {}, check=False)
     assert rc != 0, out
-    assert "pytorchjob_kubeconfig=" in out and "does not exist" in out
+    assert "trainjob_kubeconfig=" in out and "does not exist" in out
     assert not (tmp_path / "cache" / "manifests").exists()
 
 
@@ -961,11 +963,11 @@ def _job(phase, failure=None, restarts=0, pods=None):
 def _report(tmp_path, status, rank0=None):
     result_file = tmp_path / "outcome.json"
     extra = {
-        "_pytorchjob_decision": "no job named trainfleet-digits existed, submitted it",
-        "pytorchjob_name": "trainfleet-digits",
-        "pytorchjob_namespace": "trainfleet",
-        "__pytorchjob_status": status,
-        "__pytorchjob_rank0": rank0 if rank0 is not None else {"skipped": True, "changed": False},
+        "_trainjob_decision": "no job named trainfleet-digits existed, submitted it",
+        "trainjob_name": "trainfleet-digits",
+        "trainjob_namespace": "trainfleet",
+        "__trainjob_status": status,
+        "__trainjob_rank0": rank0 if rank0 is not None else {"skipped": True, "changed": False},
         "result_file": str(result_file),
     }
     extra_file = tmp_path / "extra.json"
@@ -1077,7 +1079,7 @@ def test_report_failed_job_names_reason_pod_log_and_events(tmp_path):
     assert outcome["result"]["phase"] == "Failed"
     message = outcome["failure"]
     assert "PyTorchJobFailed" in message and "trainfleet-digits-master-0" in message and "exit code 2" in message
-    assert "pytorchjob_rerun=true" in message
+    assert "trainjob_rerun=true" in message
     assert "Timed out" not in message
     # the summary printed the failing container's log tail and the events
     assert "argument --epochs: expected a positive integer, got 0" in out
@@ -1106,7 +1108,7 @@ def test_report_timeout_says_the_job_did_not_finish(tmp_path):
 
 
 def render_prepull(**overrides):
-    text = render_text(role_vars(**overrides), os.path.join(ROLE, "templates", "prepull.yaml.j2"))
+    text = render_text(role_vars(**overrides), os.path.join(TRAINJOB, "templates", "prepull.yaml.j2"))
     docs = [d for d in yaml.safe_load_all(text) if d is not None]
     assert len(docs) == 1, text
     return docs[0]
@@ -1114,8 +1116,8 @@ def render_prepull(**overrides):
 
 def test_prepull_daemonset_runs_the_jobs_image_where_the_jobs_pods_may_run():
     tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-    ds = render_prepull(pytorchjob_name="digits", pytorchjob_node_selector={"trainfleet.io/node": "gpu"},
-                        pytorchjob_tolerations=tolerations, pytorchjob_image_pull_secrets=["regcred"])
+    ds = render_prepull(trainjob_name="digits", trainjob_node_selector={"trainfleet.io/node": "gpu"},
+                        trainjob_tolerations=tolerations, trainjob_image_pull_secrets=["regcred"])
     assert ds["kind"] == "DaemonSet" and ds["metadata"]["name"] == "digits-prepull"
     assert ds["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "trainfleet"
     spec = ds["spec"]["template"]["spec"]
@@ -1132,7 +1134,7 @@ def test_prepull_daemonset_runs_the_jobs_image_where_the_jobs_pods_may_run():
 
 def test_prepull_template_quotes_every_value():
     evil = 'x"\n  hostNetwork: true\n- \'y\': {z}'
-    ds = render_prepull(pytorchjob_image=evil, pytorchjob_namespace=evil)
+    ds = render_prepull(trainjob_image=evil, trainjob_namespace=evil)
     assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == evil
     assert ds["metadata"]["namespace"] == evil
     assert "hostNetwork" not in ds["spec"]["template"]["spec"]

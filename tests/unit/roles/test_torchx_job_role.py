@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-"""Role torchx_job: preflight refusals, the render in check mode (no cluster), and the shared
-report (pytorchjob's report.yml) speaking of a VolcanoJob.
+"""Role torchx_job (the train step's torchx launcher): preflight refusals, the render in check mode
+(no cluster), and the trainjob role's report speaking of a VolcanoJob.
 
 Runs ansible-playbook on localhost like tests/unit/roles/test_pytorchjob_template.py. The render
 case needs torchx in the Python that runs the tests (requirements.txt pins it) and fails without
@@ -29,10 +29,11 @@ SHARED = {
         "kubeconfig": "/nonexistent/trainfleet-test/kubeconfig", "context": "",
         "registry": {"pull_secret": ""},
         "object_store": {"kind": "s3_compatible", "bucket": "trainfleet-local", "region": "us-east-1",
+                         "endpoint_url": "http://127.0.0.1:5000",
                          "pod_endpoint_url": "http://172.18.0.1:5000", "credentials_secret": "trainfleet-aws"},
         "nodes": NODES,
     },
-    "torchx_job_image": IMAGE,
+    "trainjob_image": IMAGE,
 }
 
 
@@ -71,28 +72,28 @@ def test_every_default_is_in_the_argument_spec():
 
 
 BAD_INPUTS = {
-    "name-not-dns-label": ({"torchx_job_name": "Bad_Name"}, "torchx_job_name"),
-    "name-too-long": ({"torchx_job_name": "a" * 49}, "torchx_job_name"),
-    "name-injection": ({"torchx_job_name": "job\n---\nkind: Secret"}, "torchx_job_name"),
-    "namespace-system": ({"torchx_job_namespace": "kube-system"}, "torchx_job_namespace"),
+    "name-not-dns-label": ({"trainjob_name": "Bad_Name"}, "trainjob_name"),
+    "name-too-long": ({"trainjob_name": "a" * 49}, "trainjob_name"),
+    "name-injection": ({"trainjob_name": "job\n---\nkind: Secret"}, "trainjob_name"),
+    "namespace-system": ({"trainjob_namespace": "kube-system"}, "trainjob_namespace"),
     "queue-not-a-name": ({"torchx_job_queue": "team a"}, "torchx_job_queue"),
-    "image-empty": ({"torchx_job_image": ""}, "torchx_job_image"),
-    "image-newline": ({"torchx_job_image": IMAGE + "\nx"}, "torchx_job_image"),
+    "image-empty": ({"trainjob_image": ""}, "trainjob_image"),
+    "image-newline": ({"trainjob_image": IMAGE + "\nx"}, "trainjob_image"),
     "nnodes-zero": ({"torchx_job_nnodes": 0}, "torchx_job_nnodes"),
     "nnodes-huge": ({"torchx_job_nnodes": 100000}, "torchx_job_nnodes"),
     "rdzv-port-low": ({"torchx_job_rdzv_port": 80}, "torchx_job_rdzv_port"),
     "launcher-empty": ({"torchx_job_launcher": []}, "torchx_job_launcher"),
-    "module-not-python": ({"torchx_job_trainer_module": "trainer.train; id"}, "torchx_job_trainer_module"),
-    "extra-arg-newline": ({"torchx_job_trainer_extra_args": ["--x\n--y"]}, "torchx_job_trainer_extra_args"),
-    "output-dir-dotdot": ({"torchx_job_trainer_output_dir": "/data/../etc"}, "torchx_job_trainer_output_dir"),
-    "memory-not-quantity": ({"torchx_job_memory_request": "lots"}, "torchx_job_memory_request"),
-    "root": ({"torchx_job_run_as_user": 0}, "torchx_job_run_as_user"),
+    "module-not-python": ({"trainjob_trainer_module": "trainer.train; id"}, "trainjob_trainer_module"),
+    "extra-arg-newline": ({"trainjob_trainer_extra_args": ["--x\n--y"]}, "trainjob_trainer_extra_args"),
+    "output-dir-dotdot": ({"trainjob_trainer_output_dir": "/data/../etc"}, "trainjob_trainer_output_dir"),
+    "memory-not-quantity": ({"trainjob_memory_request": "lots"}, "trainjob_memory_request"),
+    "root": ({"trainjob_run_as_user": 0}, "trainjob_run_as_user"),
     # the names are quoted, never the secret value
-    "literal-secret-env": ({"torchx_job_env": [{"name": "HF_TOKEN", "value": "hf-literal"}]}, "torchx_job_env", '["HF_TOKEN"]'),
-    "prefix-dotdot": ({"torchx_job_s3_prefix": "training/../other"}, "torchx_job_s3_prefix"),
-    "endpoint-newline": ({"torchx_job_aws_endpoint_url": "http://x\n"}, "torchx_job_aws_endpoint_url"),
-    "wait-timeout-huge": ({"torchx_job_wait_timeout": 10 ** 12}, "torchx_job_wait_timeout"),
-    "manifest-dest-relative": ({"torchx_job_manifest_dest": "manifests/x.yaml"}, "torchx_job_manifest_dest"),
+    "literal-secret-env": ({"trainjob_env": [{"name": "HF_TOKEN", "value": "hf-literal"}]}, "trainjob_env", '["HF_TOKEN"]'),
+    "prefix-dotdot": ({"trainjob_s3_prefix": "training/../other"}, "trainjob_s3_prefix"),
+    "endpoint-newline": ({"trainjob_aws_endpoint_url": "http://x\n"}, "trainjob_aws_endpoint_url"),
+    "wait-timeout-huge": ({"trainjob_wait_timeout": 10 ** 12}, "trainjob_wait_timeout"),
+    "manifest-dest-relative": ({"trainjob_manifest_dest": "manifests/x.yaml"}, "trainjob_manifest_dest"),
 }
 
 
@@ -133,13 +134,16 @@ def test_queue_defaults_to_volcanos_default_queue(tmp_path):
 def _report(tmp_path, status, rank0):
     result_file = tmp_path / "outcome.json"
     extra = {
-        "_pytorchjob_job_kind": "VolcanoJob",
-        "_pytorchjob_var_prefix": "torchx_job",
-        "_pytorchjob_decision": "no job named trainfleet-digits-torchx existed, submitted it",
-        "pytorchjob_name": "trainfleet-digits-torchx",
-        "pytorchjob_namespace": "trainfleet",
-        "__pytorchjob_status": status,
-        "__pytorchjob_rank0": rank0,
+        # what the torchx_job role's render hands the trainjob role
+        "trainjob_rendered": {"kind": "VolcanoJob", "manifest": {}, "companions": [], "rank0_note": "",
+                              "facts": {"app_handle": "kubernetes://torchx/trainfleet:trainfleet-digits-torchx",
+                                        "torchx_version": "0.7.0"}},
+        "trainjob_launcher": "torchx",
+        "_trainjob_decision": "no job named trainfleet-digits-torchx existed, submitted it",
+        "trainjob_name": "trainfleet-digits-torchx",
+        "trainjob_namespace": "trainfleet",
+        "__trainjob_status": status,
+        "__trainjob_rank0": rank0,
         "result_file": str(result_file),
     }
     extra_file = tmp_path / "extra.json"
@@ -163,6 +167,8 @@ def test_report_names_the_volcano_job(tmp_path):
     outcome, out = _report(tmp_path, {"changed": False, "exists": True, "job": _job("Succeeded")}, rank0)
     assert outcome["failure"] is None, out
     assert outcome["result"]["phase"] == "Succeeded"
+    assert outcome["result"]["launcher"] == "torchx"
+    assert outcome["result"]["app_handle"] == "kubernetes://torchx/trainfleet:trainfleet-digits-torchx"
     assert "VolcanoJob trainfleet/trainfleet-digits-torchx: Succeeded" in out
     assert "rank 0: pod trainfleet-digits-torchx-train-0-0 (decided by trainer-log)" in out
 
@@ -172,4 +178,4 @@ def test_report_failure_points_at_torchx_job_rerun(tmp_path):
     outcome, out = _report(tmp_path, {"changed": False, "exists": True, "job": _job("Failed", failure)},
                            {"skipped": True, "changed": False})
     assert outcome["failure"].startswith("VolcanoJob trainfleet/trainfleet-digits-torchx Failed"), outcome
-    assert "-e torchx_job_rerun=true" in outcome["failure"]
+    assert "-e trainjob_rerun=true" in outcome["failure"]
