@@ -288,10 +288,13 @@ def _settings(settings):
                                keys=unknown)
     missing = [key for key in REQUIRED_KEYS if settings.get(key) is None]
     if not settings.get("trainer_output_dir") and not settings.get("s3_bucket"):
-        missing.append("s3_bucket (required when trainer_output_dir is empty)")
+        missing.append("s3_bucket")
     if missing:
-        raise PodSettingsError("missing required job setting%s: %s" % ("s" if len(missing) > 1 else "", ", ".join(missing)),
-                               keys=missing)
+        raise PodSettingsError(
+            "missing required job setting%s: %s%s" % (
+                "s" if len(missing) > 1 else "", ", ".join(missing),
+                " (s3_bucket is required when trainer_output_dir is empty)" if "s3_bucket" in missing else ""),
+            keys=missing)
     result = copy.deepcopy(DEFAULTS)
     result.update(settings)
     return result
