@@ -445,8 +445,7 @@ def test_pod_settings_does_not_alias_or_modify_its_input():
 
 
 def test_pod_settings_accepts_every_documented_key():
-    settings = dict(REQUIRED, **{key: value for key, value in ps.DEFAULTS.items()})
-    settings["s3_bucket"] = "trainfleet-data"
+    settings = dict(ps.DEFAULTS, **REQUIRED)
     assert ps.pod_settings(settings) == ps.pod_settings(dict(REQUIRED))
 
 
