@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 import shlex
 
+from ansible_collections.trainfleet.training.plugins.module_utils import pod_settings
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
 
 # The one torchx release this module was written and tested against (requirements.txt pins it).
@@ -151,50 +152,45 @@ def rdzv_endpoint(script):
 
 
 def _env(spec, container_env):
-    """torchx's env (LOGLEVEL, TORCHX_*), then ours; ours wins on a name clash."""
-    ours = [
-        {"name": "TRAINFLEET_JOB_NAME", "value": spec["name"]},
-        {"name": "TRAINFLEET_S3_BUCKET", "value": spec["s3_bucket"]},
-        {"name": "TRAINFLEET_S3_PREFIX", "value": spec["s3_prefix"]},
-        {"name": "TRAINFLEET_OUTPUT_DIR", "value": spec["output_dir"]},
-        {"name": "AWS_REGION", "value": spec["aws_region"]},
-        {"name": "AWS_DEFAULT_REGION", "value": spec["aws_region"]},
-        # the handle torchx's own tools know this job by (the CLI sets the same variable)
-        {"name": "TORCHX_JOB_ID", "value": app_handle(spec["namespace"], spec["name"])},
-    ]
-    if spec.get("aws_endpoint_url"):
-        ours.append({"name": "AWS_ENDPOINT_URL", "value": spec["aws_endpoint_url"]})
-    secret = spec.get("aws_credentials_secret")
-    if secret:
-        for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-            ours.append({"name": key, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}})
-    ours.extend(copy.deepcopy(spec.get("env") or []))
+    """torchx's env (LOGLEVEL, TORCHX_*), then ours (pod_settings.trainer_env, with TORCHX_JOB_ID after
+    AWS_DEFAULT_REGION); ours wins on a name clash."""
+    ours = pod_settings.trainer_env(spec["name"], spec["s3_bucket"], spec["s3_prefix"], spec["output_dir"],
+                                    spec["aws_region"], spec.get("aws_endpoint_url"), spec.get("aws_credentials_secret"),
+                                    spec.get("env"))
+    # the handle torchx's own tools know this job by (the CLI sets the same variable)
+    ours.insert(6, {"name": "TORCHX_JOB_ID", "value": app_handle(spec["namespace"], spec["name"])})
     names = set(item["name"] for item in ours)
     return [item for item in (container_env or []) if item.get("name") not in names] + ours
 
 
 def _resources(spec):
-    requests = {"cpu": str(spec["cpu_request"]), "memory": str(spec["memory_request"])}
-    limits = {}
-    if spec.get("cpu_limit"):
-        limits["cpu"] = str(spec["cpu_limit"])
-    if spec.get("memory_limit"):
-        limits["memory"] = str(spec["memory_limit"])
-    if int(spec.get("gpus") or 0) > 0:
-        requests["nvidia.com/gpu"] = limits["nvidia.com/gpu"] = int(spec["gpus"])
-    result = {"requests": requests}
-    if limits:
-        result["limits"] = limits
-    return result
+    return pod_settings.resources(spec["cpu_request"], spec["memory_request"], spec.get("cpu_limit"),
+                                  spec.get("memory_limit"), spec.get("gpus"), spec.get("neuron_devices"),
+                                  spec.get("efa_devices"))
 
 
 def pod_security_context(spec):
-    return {"runAsNonRoot": True, "runAsUser": int(spec["run_as_user"]), "runAsGroup": int(spec["run_as_group"]),
-            "seccompProfile": {"type": "RuntimeDefault"}}
+    """The restricted pod securityContext, spec's security_context merged over it."""
+    return pod_settings.pod_security_context(spec["run_as_user"], spec["run_as_group"], spec.get("security_context"))
 
 
-def container_security_context():
-    return {"allowPrivilegeEscalation": False, "privileged": False, "capabilities": {"drop": ["ALL"]}}
+def container_security_context(spec=None):
+    """The restricted container securityContext (privileged false too), spec's container_security_context
+    merged over it."""
+    merged = pod_settings.container_security_context((spec or {}).get("container_security_context"))
+    context = {"allowPrivilegeEscalation": merged.pop("allowPrivilegeEscalation"),
+               "privileged": merged.pop("privileged", False)}
+    context.update(merged)
+    return context
+
+
+def _tolerations(spec):
+    """The spec's tolerations; with node_lost_toleration_seconds, the node-lost ones after them. None: leave torchx's."""
+    if spec.get("node_lost_toleration_seconds") is not None:
+        return pod_settings.node_lost_tolerations(spec.get("tolerations"), spec["node_lost_toleration_seconds"])
+    if spec.get("tolerations"):
+        return copy.deepcopy(spec["tolerations"])
+    return None
 
 
 def patch_job(job, spec, unique_id):
@@ -236,8 +232,11 @@ def patch_job(job, spec, unique_id):
             pod["nodeSelector"] = dict(spec["node_selector"])
         else:
             pod.pop("nodeSelector", None)
-        if spec.get("tolerations"):
-            pod["tolerations"] = copy.deepcopy(spec["tolerations"])
+        tolerations = _tolerations(spec)
+        if tolerations is not None:
+            pod["tolerations"] = tolerations
+        if spec.get("affinity"):
+            pod["affinity"] = copy.deepcopy(spec["affinity"])
         for volume in pod.get("volumes") or []:
             if volume.get("name") == "dshm" and spec.get("shm_size"):
                 volume.setdefault("emptyDir", {})["sizeLimit"] = str(spec["shm_size"])
@@ -256,7 +255,7 @@ def patch_job(job, spec, unique_id):
         container["imagePullPolicy"] = spec["image_pull_policy"]
         container["env"] = _env(spec, container.get("env"))
         container["resources"] = _resources(spec)
-        container["securityContext"] = container_security_context()
+        container["securityContext"] = container_security_context(spec)
     return job
 
 

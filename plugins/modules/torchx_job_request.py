@@ -55,11 +55,38 @@ options:
   memory_request: {type: str, default: 1Gi, description: Memory request.}
   memory_limit: {type: str, default: 2Gi, description: Memory limit; empty for none.}
   gpus: {type: int, default: 0, description: nvidia.com/gpu per pod.}
+  neuron_devices: {type: int, default: 0, description: aws.amazon.com/neuron per pod (request = limit).}
+  efa_devices: {type: int, default: 0, description: vpc.amazonaws.com/efa per pod (request = limit).}
   shm_size: {type: str, default: '', description: sizeLimit of TorchX's /dev/shm emptyDir; empty for none.}
   node_selector: {type: dict, default: {}, description: Node selector.}
   tolerations: {type: list, elements: dict, default: [], description: Tolerations.}
+  node_lost_toleration_seconds:
+    type: int
+    description:
+      - Seconds (1..3600) a pod stays bound to a not-ready or unreachable node before it is evicted; rendered as
+        NoExecute tolerations of C(node.kubernetes.io/not-ready) and C(node.kubernetes.io/unreachable)
+        after O(tolerations) (a NoExecute toleration given there for either key wins).
+      - Unset, no such tolerations are added (Kubernetes' default of 300 seconds applies).
+  affinity: {type: dict, default: {}, description: Affinity of the pods; empty for none.}
   run_as_user: {type: int, default: 10001, description: Numeric non-root user of the pods.}
   run_as_group: {type: int, default: 10001, description: Group of the pods.}
+  security_context:
+    type: dict
+    default: {}
+    description:
+      - Keys of the pod securityContext, merged recursively over the restricted defaults
+        (runAsNonRoot, runAsUser, runAsGroup, the RuntimeDefault seccompProfile), like the
+        pytorchjob role's C(pytorchjob_security_context).
+      - Running as root (runAsUser 0 or runAsNonRoot false) is refused.
+  container_security_context:
+    type: dict
+    default: {}
+    description:
+      - Keys of the container securityContext, merged recursively over the restricted defaults
+        (allowPrivilegeEscalation false, privileged false, every capability dropped), like the
+        pytorchjob role's C(pytorchjob_container_security_context); allowPrivilegeEscalation
+        becomes true with privileged or an added SYS_ADMIN capability.
+      - Running as root (runAsUser 0 or runAsNonRoot false) is refused.
 author:
   - trainfleet developers (!UNKNOWN)
 """
@@ -118,7 +145,8 @@ torchx_version:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.trainfleet.training.plugins.module_utils.torchx_request import TorchxRequestError, render
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
+from ansible_collections.trainfleet.training.plugins.module_utils.torchx_request import render
 
 
 def argspec():
@@ -152,11 +180,17 @@ def argspec():
         memory_request=dict(type="str", default="1Gi"),
         memory_limit=dict(type="str", default="2Gi"),
         gpus=dict(type="int", default=0),
+        neuron_devices=dict(type="int", default=0),
+        efa_devices=dict(type="int", default=0),
         shm_size=dict(type="str", default=""),
         node_selector=dict(type="dict", default={}),
         tolerations=dict(type="list", elements="dict", default=[]),
+        node_lost_toleration_seconds=dict(type="int"),
+        affinity=dict(type="dict", default={}),
         run_as_user=dict(type="int", default=10001),
         run_as_group=dict(type="int", default=10001),
+        security_context=dict(type="dict", default={}),
+        container_security_context=dict(type="dict", default={}),
     )
 
 
@@ -170,6 +204,17 @@ def check_params(module):
         module.fail_json(msg="rdzv_port must be 1..65535, got %d" % params["rdzv_port"])
     if params["run_as_user"] <= 0:
         module.fail_json(msg="run_as_user must be a non-root uid (1 or more), got %d" % params["run_as_user"])
+    for option in ("security_context", "container_security_context"):
+        context = params[option]
+        if context.get("runAsUser") == 0 or context.get("runAsNonRoot") is False:
+            module.fail_json(msg="%s must not run the pods as root (runAsUser 0 or runAsNonRoot false), got %r"
+                             % (option, context))
+    for option in ("neuron_devices", "efa_devices"):
+        if params[option] < 0:
+            module.fail_json(msg="%s must be 0 or more, got %d" % (option, params[option]))
+    seconds = params["node_lost_toleration_seconds"]
+    if seconds is not None and not 1 <= seconds <= 3600:
+        module.fail_json(msg="node_lost_toleration_seconds must be 1..3600, got %d" % seconds)
     if not params["launcher"]:
         module.fail_json(msg="launcher must name a program (e.g. [python3, -m, trainer.launch])")
     for item in params["env"]:
@@ -182,7 +227,7 @@ def main():
     check_params(module)
     try:
         job, info = render(module.params)
-    except TorchxRequestError as exc:
+    except TrainfleetError as exc:  # TorchxRequestError, or pod_settings' PodSettingsError
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, job=job, **info)
 
