@@ -45,8 +45,8 @@ def case(step, inventory, variable, value, extra=None, quote=None, check=False, 
 
 
 TRAIN = {"trainjob_image": IMAGE}
-TORCHX = {"trainjob_image": IMAGE}
-TORCHX_PLAYBOOK = "tests/adversarial/playbooks/torchx_job.yml"
+# trainjob_launcher=torchx: the Volcano Job TorchX renders.
+TORCHX = {"trainjob_launcher": "torchx", "trainjob_image": IMAGE}
 # trainjob_launcher=mpijob: the MPIJob with the trainer image's MPI variant.
 TRAIN_MPI = {"trainjob_launcher": "mpijob", "trainjob_image": IMAGE + "-mpi"}
 # A real dataset directory (tests/adversarial/dataset) and the claim copy switched on.
@@ -179,21 +179,21 @@ CASES = [
     case("train", "aws", "trainjob_container_security_context", {"capabilities": {"add": ["SYS_ADMIN"]}}, extra=TRAIN),
     case("train", "aws", "trainjob_container_security_context", {"runAsUser": 0}, extra=TRAIN),
     case("train", "aws", "trainjob_extra_volumes", [{"name": "host", "hostPath": {"path": "/"}}], extra=TRAIN),
-    # train with the TorchX launcher (roles/torchx_job)
-    case("train", "aws", "trainjob_name", "job" + NL, extra=TORCHX, playbook=TORCHX_PLAYBOOK),
-    case("train", "aws", "trainjob_namespace", "kube-system", extra=TORCHX, playbook=TORCHX_PLAYBOOK),
-    case("train", "aws", "torchx_job_queue", "team a" + NL, extra=TORCHX, playbook=TORCHX_PLAYBOOK),
-    case("train", "aws", "trainjob_image", IMAGE + NL, playbook=TORCHX_PLAYBOOK),
-    case("train", "aws", "torchx_job_nnodes", 100000, extra=TORCHX, playbook=TORCHX_PLAYBOOK),
-    case("train", "aws", "trainjob_trainer_module", "trainer.train; id", extra=TORCHX, playbook=TORCHX_PLAYBOOK),
-    case("train", "aws", "trainjob_trainer_extra_args", ["--x" + NL + "--y"], extra=TORCHX, playbook=TORCHX_PLAYBOOK),
-    case("train", "aws", "trainjob_run_as_user", 0, extra=TORCHX, playbook=TORCHX_PLAYBOOK),
-    case("train", "aws", "trainjob_labels", {"a": INJECT}, extra=TORCHX, playbook=TORCHX_PLAYBOOK),
-    case("train", "aws", "trainjob_aws_endpoint_url", "http://x" + NL, extra=TORCHX, playbook=TORCHX_PLAYBOOK),
+    # train with the TorchX launcher (roles/torchx_job, trainjob_launcher=torchx)
+    case("train", "aws", "trainjob_name", "job" + NL, extra=TORCHX),
+    case("train", "aws", "trainjob_namespace", "kube-system", extra=TORCHX),
+    case("train", "aws", "torchx_job_queue", "team a" + NL, extra=TORCHX),
+    case("train", "aws", "trainjob_image", IMAGE + NL, extra={"trainjob_launcher": "torchx"}),
+    case("train", "aws", "torchx_job_nnodes", 100000, extra=TORCHX),
+    case("train", "aws", "trainjob_trainer_module", "trainer.train; id", extra=TORCHX),
+    case("train", "aws", "trainjob_trainer_extra_args", ["--x" + NL + "--y"], extra=TORCHX),
+    case("train", "aws", "trainjob_run_as_user", 0, extra=TORCHX),
+    case("train", "aws", "trainjob_labels", {"a": INJECT}, extra=TORCHX),
+    case("train", "aws", "trainjob_aws_endpoint_url", "http://x" + NL, extra=TORCHX),
     case("train", "aws", "trainjob_env", [{"name": "HF_Token", "value": "hf-literal-secret-0123456789"}],
-         extra=TORCHX, quote='["HF_Token"]', playbook=TORCHX_PLAYBOOK),
-    case("train", "aws", "trainjob_manifest_dest", "MANIFEST_ESCAPE", extra=TORCHX, playbook=TORCHX_PLAYBOOK),
-    # train: the launcher (checked first, in roles/mpijob/tasks/preflight_launcher.yml) and the MPIJob's variables
+         extra=TORCHX, quote='["HF_Token"]'),
+    case("train", "aws", "trainjob_manifest_dest", "MANIFEST_ESCAPE", extra=TORCHX),
+    # train: the launcher (checked first, in roles/trainjob/tasks/launcher.yml) and the MPIJob's variables
     case("train", "aws", "trainjob_launcher", "slurm", extra=TRAIN),
     case("train", "aws", "trainjob_launcher", "mpijob" + NL, extra=TRAIN),
     case("train", "aws", "trainjob_launcher", INJECT, extra=TRAIN),

@@ -130,7 +130,7 @@ def test_aks_example_renders_a_gpu_job():
         aks = yaml.safe_load(handle)
     cluster = contract(kind="s3")
     cluster["nodes"] = aks["platform_existing_nodes"]
-    variables = {k: v for k, v in aks.items() if k.startswith("pytorchjob_")}
+    variables = {k: v for k, v in aks.items() if k.startswith(("trainjob_", "pytorchjob_"))}
     job, _text = render(trainfleet_cluster=cluster, trainjob_image="trainfleetacr.azurecr.io/trainfleet/trainer:t", **variables)
     spec = pod_spec(job, "Worker")
     assert spec["nodeSelector"] == {"kubernetes.azure.com/agentpool": "gpupool"}

@@ -67,13 +67,18 @@ DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 # --------------------------------------------------------------------------- rendering
 
 
-# The Ansible filters the template and the defaults use; everything else is Jinja2's own.
+# The Ansible filters the templates and the defaults use; everything else is Jinja2's own.
 ANSIBLE_FILTERS = ("combine", "regex_replace", "to_json", "bool")
 
 
 def _filters():
+    """Ansible's core filters the templates use, and ours (the pods' settings, computed in Python)."""
+    from ansible_collections.trainfleet.training.plugins.filter.pod import trainjob_pod  # pylint: disable=import-outside-toplevel
+
     core = CoreFilters().filters()
-    return {name: core[name] for name in ANSIBLE_FILTERS}
+    filters = {name: core[name] for name in ANSIBLE_FILTERS}
+    filters["trainfleet.training.trainjob_pod"] = trainjob_pod
+    return filters
 
 
 def _lookup(kind, *args, **_kwargs):

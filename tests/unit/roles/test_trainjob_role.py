@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+"""Role trainjob: the train step's shape. One argument spec for the shared trainjob_* settings,
+launcher roles that only check their own knobs and render (they include no other role), one
+handover fact, and defaults that follow the launcher."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from tests.unit.roles.test_pytorchjob_template import SHARED, _resolve
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+ROLES = os.path.join(ROOT, "roles")
+LAUNCHERS = {"pytorchjob": "pytorchjob", "mpijob": "mpijob", "torchx": "torchx_job"}
+HANDOVER_KEYS = {"kind", "manifest", "companions", "companion_wait_timeout", "companion_hint", "rank0_note", "facts"}
+
+
+def _load(*parts):
+    with open(os.path.join(ROLES, *parts)) as handle:
+        return yaml.safe_load(handle)
+
+
+def _tasks(role):
+    folder = os.path.join(ROLES, role, "tasks")
+    for name in sorted(os.listdir(folder)):
+        for task in _load(role, "tasks", name) or []:
+            yield name, task
+            for key in ("block", "rescue", "always"):
+                for inner in task.get(key, []):
+                    yield name, inner
+
+
+def test_every_shared_default_has_an_argument_spec():
+    defaults = {k for k in _load("trainjob", "defaults", "main.yml") if not k.startswith("_")}
+    spec = _load("trainjob", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert defaults == set(spec)
+    assert all(name.startswith("trainjob_") for name in defaults)
+
+
+@pytest.mark.parametrize("launcher, role", sorted(LAUNCHERS.items()))
+def test_launcher_roles_own_only_their_prefix(launcher, role):
+    """A launcher's role defines no shared setting: every trainjob_* lives in roles/trainjob."""
+    prefix = role + "_"
+    defaults = [k for k in _load(role, "defaults", "main.yml") if not k.startswith("_")]
+    specs = _load(role, "meta", "argument_specs.yml")["argument_specs"]
+    assert all(name.startswith(prefix) for name in defaults), defaults
+    assert set(specs) == {"main", "preflight"}
+    assert set(specs["main"]["options"]) == set(specs["preflight"]["options"]) == set(defaults)
+    assert launcher in _load("trainjob", "defaults", "main.yml")["_trainjob_launcher_roles"]
+
+
+@pytest.mark.parametrize("role", sorted(LAUNCHERS.values()))
+def test_launcher_roles_include_no_other_role_and_hand_over_one_fact(role):
+    includes = [task for _name, task in _tasks(role)
+                if "ansible.builtin.include_role" in task or "ansible.builtin.import_role" in task]
+    assert includes == []
+    handovers = [task["ansible.builtin.set_fact"]["trainjob_rendered"] for _name, task in _tasks(role)
+                 if "trainjob_rendered" in (task.get("ansible.builtin.set_fact") or {})]
+    assert len(handovers) == 1
+    assert set(handovers[0]) == HANDOVER_KEYS
+    assert handovers[0]["kind"] in ("PyTorchJob", "MPIJob", "VolcanoJob")
+
+
+def test_train_playbook_is_one_way():
+    """playbooks/train.yml runs the trainjob role; the launcher's role is trainjob's to include."""
+    with open(os.path.join(ROOT, "playbooks", "train.yml")) as handle:
+        play = yaml.safe_load(handle)[0]
+    assert [r["role"] for r in play["roles"]] == ["trainfleet.training.trainjob"]
+    included = [t.get("ansible.builtin.include_role", {}).get("name") for t in play["pre_tasks"]]
+    assert not any(name and name.split(".")[-1] in LAUNCHERS.values() for name in included), included
+
+
+@pytest.mark.parametrize("launcher, name, image, tail", [
+    ("pytorchjob", "trainfleet-digits", "ref", 200),
+    ("mpijob", "trainfleet-digits-mpi", "ref-mpi", 500),
+    ("torchx", "trainfleet-digits-torchx", "ref", 200),
+])
+def test_defaults_follow_the_launcher(launcher, name, image, tail):
+    variables = dict(SHARED, trainer_image_ref="ref", trainer_image_variant_refs={"mpi": "ref-mpi"})
+    variables.update(_load("trainjob", "defaults", "main.yml"))
+    variables["trainjob_launcher"] = launcher
+    variables.pop("_trainjob_pod")  # the filter is exercised by the template tests
+    resolved = _resolve(variables)
+    assert resolved["trainjob_name"] == name
+    assert resolved["trainjob_image"] == image
+    assert int(resolved["trainjob_log_tail_lines"]) == tail
+    assert resolved["trainjob_manifest_dest"].endswith("/manifests/%s-%s.yaml" % (launcher, name))
