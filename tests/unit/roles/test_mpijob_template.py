@@ -41,11 +41,11 @@ def _load(path):
 
 
 def handover():
-    """What roles/mpijob/tasks/render.yml hands the trainjob role (trainjob_rendered), manifest aside."""
+    """What roles/mpijob/tasks/render.yml hands the trainjob role (mpijob_rendered), manifest aside."""
     tasks = _load(os.path.join(ROLE, "tasks", "render.yml"))
     found = [t for t in tasks if t.get("name") == HANDOVER_TASK]
     assert len(found) == 1
-    result = dict(found[0]["ansible.builtin.set_fact"]["trainjob_rendered"])
+    result = dict(found[0]["ansible.builtin.set_fact"]["mpijob_rendered"])
     assert result.pop("manifest") == "{{ _mpijob_manifest }}"
     return result
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Role trainjob: the train step's shape. One argument spec for the shared trainjob_* settings,
-launcher roles that only check their own knobs and render (they include no other role), one
-handover fact, and defaults that follow the launcher."""
+launcher roles that only check their own knobs and render (they include no other role) into one
+fact, <role>_rendered, and defaults that follow the launcher."""
 
 from __future__ import annotations
 
@@ -57,8 +57,9 @@ def test_launcher_roles_include_no_other_role_and_hand_over_one_fact(role):
     includes = [task for _name, task in _tasks(role)
                 if "ansible.builtin.include_role" in task or "ansible.builtin.import_role" in task]
     assert includes == []
-    handovers = [task["ansible.builtin.set_fact"]["trainjob_rendered"] for _name, task in _tasks(role)
-                 if "trainjob_rendered" in (task.get("ansible.builtin.set_fact") or {})]
+    fact = role + "_rendered"
+    handovers = [task["ansible.builtin.set_fact"][fact] for _name, task in _tasks(role)
+                 if fact in (task.get("ansible.builtin.set_fact") or {})]
     assert len(handovers) == 1
     assert set(handovers[0]) == HANDOVER_KEYS
     assert handovers[0]["kind"] in ("PyTorchJob", "MPIJob", "VolcanoJob")
