@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: trainfleet developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter trainjob_pod: a training job's pod settings (plugins/module_utils/pod_settings.py)."""
+"""Filters of the train step's pods: trainjob_pod, a job's pod settings (module_utils/pod_settings.py);
+trainjob_prepull_plan and trainjob_prepull_pods, the image pre-pull's nodes and pods (module_utils/prepull.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,6 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainfleet.training.plugins.module_utils.pod_settings import PodSettingsError, pod_settings
+from ansible_collections.trainfleet.training.plugins.module_utils.prepull import plan, pod_states
 
 
 def trainjob_pod(settings):
@@ -19,7 +21,16 @@ def trainjob_pod(settings):
         raise AnsibleFilterError("trainjob_pod: %s" % exc.msg)
 
 
+def trainjob_prepull_plan(nodes, tolerations, image):
+    return plan(nodes, tolerations, image)
+
+
+def trainjob_prepull_pods(pods):
+    return pod_states(pods)
+
+
 class FilterModule(object):
 
     def filters(self):
-        return {"trainjob_pod": trainjob_pod}
+        return {"trainjob_pod": trainjob_pod, "trainjob_prepull_plan": trainjob_prepull_plan,
+                "trainjob_prepull_pods": trainjob_prepull_pods}

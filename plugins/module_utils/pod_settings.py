@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The pod settings of a training job, computed once.
 
-What the pytorchjob role (defaults/main.yml, templates/pytorchjob.yaml.j2), the mpijob role
-(templates/mpijob.yaml.j2) and module_utils/torchx_request.py each build for a job's pods, in
-Python, with the same keys, list order and types as the Jinja:
+What every launcher's pods get: the trainjob role computes it once (defaults/main.yml,
+_trainjob_pod) for templates/pytorchjob.yaml.j2, templates/mpijob.yaml.j2 and the pre-pull
+DaemonSet, and module_utils/torchx_request.py calls it for TorchX's Volcano Job:
 
 - ``node_lost_tolerations``: the user's tolerations, then NoExecute ``Exists`` tolerations with
   ``tolerationSeconds`` for node.kubernetes.io/not-ready and /unreachable (a NoExecute toleration
@@ -17,8 +17,8 @@ Python, with the same keys, list order and types as the Jinja:
   user's keys merged over them the way Ansible's ``combine(recursive=true)`` does;
 - ``output_dir``, ``trainer_args``, ``trainer_env``: the trainer's --output-dir, arguments and
   environment (S3 credentials only through a Secret's secretKeyRef);
-- ``pod_settings(settings)``: all of the above from one dict of job settings (the role's variables
-  without their ``pytorchjob_`` prefix); the filter ``trainfleet.training.trainjob_pod`` calls it.
+- ``pod_settings(settings)``: all of the above from one dict of job settings (the trainjob role's
+  variables without their ``trainjob_`` prefix); the filter ``trainfleet.training.trainjob_pod`` calls it.
 
 Values the Jinja turns into strings (``| string``) or ints (``| int``) are converted the same way
 here; a None where the Jinja expects a string is taken as "" (Jinja would render "None").
@@ -42,7 +42,7 @@ CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 _BOOL_TRUE = frozenset(("yes", "on", "true", "1"))
 _BOOL_FALSE = frozenset(("no", "off", "false", "0"))
 
-# pod_settings(): keys that must be given, and the others with the pytorchjob role's defaults
+# pod_settings(): keys that must be given, and the others with the trainjob role's defaults
 # (defaults/main.yml; a default that comes from the platform contract is its empty value).
 REQUIRED_KEYS = ("name", "cpu_request", "memory_request", "run_as_user", "run_as_group", "aws_region")
 DEFAULTS = {

@@ -193,7 +193,7 @@ CASES = [
     case("train", "aws", "trainjob_env", [{"name": "HF_Token", "value": "hf-literal-secret-0123456789"}],
          extra=TORCHX, quote='["HF_Token"]'),
     case("train", "aws", "trainjob_manifest_dest", "MANIFEST_ESCAPE", extra=TORCHX),
-    # train: the launcher (checked first, in roles/trainjob/tasks/launcher.yml) and the MPIJob's variables
+    # train: the launcher (checked first, in roles/trainjob/tasks/preflight_launcher.yml) and the MPIJob's variables
     case("train", "aws", "trainjob_launcher", "slurm", extra=TRAIN),
     case("train", "aws", "trainjob_launcher", "mpijob" + NL, extra=TRAIN),
     case("train", "aws", "trainjob_launcher", INJECT, extra=TRAIN),

@@ -374,11 +374,11 @@ def test_good_input_renders_in_check_mode(outcomes):
 
 
 def test_train_launcher_is_checked_in_a_preflight_file():
-    tasks = _load(os.path.join(TRAINJOB_ROLE, "tasks", "launcher.yml"))
+    tasks = _load(os.path.join(TRAINJOB_ROLE, "tasks", "preflight_launcher.yml"))
     assert tasks[0]["name"] == "Check trainjob_launcher"
     playbook = _load(os.path.join(ROOT, "playbooks", "train.yml"))[0]
     first = playbook["pre_tasks"][0]
-    assert first["ansible.builtin.include_role"] == {"name": "trainfleet.training.trainjob", "tasks_from": "launcher.yml"}
+    assert first["ansible.builtin.include_role"] == {"name": "trainfleet.training.trainjob", "tasks_from": "preflight_launcher.yml"}
 
 
 # --------------------------------------------------------------------------- the shared report, for an MPIJob
