@@ -28,13 +28,19 @@ description:
     sizes. Settings eksctl applies only at creation (VPC, zones, endpoint access, OIDC, node group instance types,
     labels, taints) are not compared; change them by replacing the node group or the cluster.
   - In check mode nothing is run and eksctl is not needed; the result tells what would be done.
+  - O(endpoint_url) is used for reading state (EKS, IAM, STS), for example a local AWS endpoint in tests; eksctl
+    is not given it. O(access_key), O(secret_key), O(session_token), O(profile) and O(aws_ca_bundle), when set, are
+    passed to eksctl as their C(AWS_*) environment variables, so eksctl acts with the credentials the state was read
+    with.
 options:
   name:
     description: Cluster name.
     type: str
     required: true
   region:
-    description: AWS region.
+    description:
+      - AWS region of the cluster (C(metadata.region) of the ClusterConfig, eksctl's C(--region)).
+      - Required by this module; the C(AWS_REGION) or C(AWS_DEFAULT_REGION) environment variable may be used instead.
     type: str
     required: true
   state:
@@ -256,18 +262,17 @@ options:
   config_path:
     description: Also write the rendered ClusterConfig to this file for inspection (not counted as a change).
     type: path
-  endpoint_url:
-    description: AWS endpoint (EKS, IAM, STS) for reading state, for example a local AWS endpoint in tests.
-    type: str
-    aliases: [aws_endpoint_url]
   timeout:
     description: eksctl C(--timeout) for long operations.
     type: str
     default: 40m
 requirements:
-  - boto3
   - PyYAML
   - eksctl (only to apply changes)
+extends_documentation_fragment:
+  - amazon.aws.common.modules
+  - amazon.aws.region.modules
+  - amazon.aws.boto3
 notes:
   - Supports check mode and diff mode.
 attributes:
@@ -368,8 +373,9 @@ import json
 import os
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule, aws_argument_spec
 from ansible_collections.trainfleet.training.plugins.module_utils.eksctl import (
     EksctlConfigError,
     cni_has_own_role,
@@ -396,14 +402,19 @@ else:
     YAML_IMP_ERR = None
 
 try:
-    import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 except ImportError:
-    HAS_BOTO3 = False
-    BOTO3_IMP_ERR = traceback.format_exc()
-else:
-    HAS_BOTO3 = True
-    BOTO3_IMP_ERR = None
+    pass  # handled by AnsibleAWSModule
+
+# The common AWS options this module passes on to eksctl as environment variables, so eksctl acts
+# with the credentials the state was read with (endpoint_url is for reading state only).
+EKSCTL_ENV = (
+    ("access_key", "AWS_ACCESS_KEY_ID"),
+    ("secret_key", "AWS_SECRET_ACCESS_KEY"),
+    ("session_token", "AWS_SESSION_TOKEN"),
+    ("profile", "AWS_PROFILE"),
+    ("aws_ca_bundle", "AWS_CA_BUNDLE"),
+)
 
 
 def argspec():
@@ -436,7 +447,9 @@ def argspec():
     )
     return dict(
         name=dict(type="str", required=True),
-        region=dict(type="str", required=True),
+        # AnsibleAWSModule's region (its alias and environment fallback), required here: eksctl needs
+        # it (metadata.region, --region) and the zones are checked against it.
+        region=dict(aws_argument_spec()["region"], type="str", required=True),
         state=dict(type="str", choices=["present", "absent"], default="present"),
         version=dict(type="str"),
         availability_zones=dict(type="list", elements="str"),
@@ -461,7 +474,6 @@ def argspec():
         eksctl_path=dict(type="path", default="eksctl"),
         kubeconfig=dict(type="path"),
         config_path=dict(type="path"),
-        endpoint_url=dict(type="str", aliases=["aws_endpoint_url"]),
         timeout=dict(type="str", default="40m"),
     )
 
@@ -469,7 +481,7 @@ def argspec():
 def read_current(module):
     """Describe the cluster, its node groups and add-ons; None when the cluster does not exist."""
     params = module.params
-    client = boto3.client("eks", region_name=params["region"], endpoint_url=params["endpoint_url"])
+    client = module.client("eks")
     name = params["name"]
     try:
         cluster = client.describe_cluster(name=name)["cluster"]
@@ -506,7 +518,7 @@ def resolve_node_role(module):
     if not arn and not name:
         return None, None
     role_name = role_name_of(arn) if arn else name
-    client = boto3.client("iam", region_name=params["region"], endpoint_url=params["endpoint_url"])
+    client = module.client("iam")
     try:
         role = client.get_role(RoleName=role_name)["Role"]
     except ClientError as exc:
@@ -521,7 +533,7 @@ def resolve_node_role(module):
             raise EksctlConfigError("the node role of the node groups (%s) does not exist: run the iam step first, "
                                     "which creates it" % option)
         if not arn:
-            caller = boto3.client("sts", region_name=params["region"], endpoint_url=params["endpoint_url"])
+            caller = module.client("sts")
             identity = caller.get_caller_identity()
             arn = node_role_arn(identity["Arn"].split(":")[1], identity["Account"], name)
         module.warn("check mode: the node role %s does not exist yet (%s); the iam step creates it" % (arn, option))
@@ -642,6 +654,7 @@ def execute_module(module):
             raise EksctlConfigError("eksctl_path %s is not an executable file; install eksctl first "
                                     "(role trainfleet.training.eks_cluster)" % eksctl)
     env = {"AWS_REGION": params["region"]}
+    env.update((name, params[option]) for option, name in EKSCTL_ENV if params.get(option))
     for argv in argvs:
         rc, out, err = module.run_command([eksctl] + argv, environ_update=env)
         if rc != 0:
@@ -661,11 +674,9 @@ def execute_module(module):
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    module = AnsibleAWSModule(argument_spec=argspec(), supports_check_mode=True)
     if not HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMP_ERR)
-    if not HAS_BOTO3:
-        module.fail_json(msg=missing_required_lib("boto3"), exception=BOTO3_IMP_ERR)
     try:
         result = execute_module(module)
     except EksctlConfigError as exc:
