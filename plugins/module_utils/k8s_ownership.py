@@ -272,7 +272,7 @@ def gather(reader, namespaces, job_kinds, storage_class_names, training_operator
         static_volumes=storage["static_volumes"],
         storage_classes=classes["storage_classes"],
         operator=dict(exists=state["exists"], ours=state["ours"], marked=state["marked"], remove=operator["remove"],
-                      blockers=blockers),
+                      blockers=blockers, selectors=[MARKER, OPERATOR_MARKER]),
         namespaces=[ns for ns in marked if ns not in foreign],
         namespaces_kept=foreign,
         kept=kept,

@@ -145,6 +145,12 @@ operator:
       description: Jobs of its CRDs' kinds, anywhere, that are not ours in O(namespaces) (its CRDs would take them with them).
       type: list
       elements: str
+    selectors:
+      description:
+        - The label selectors that find its objects (our C(app.kubernetes.io/managed-by) and its
+          C(app.kubernetes.io/component)), for deleting them.
+      type: list
+      elements: str
 namespaces:
   description: Our namespaces (and the operator's when it goes) that hold nothing else; deleted last.
   returned: success

@@ -120,7 +120,8 @@ def test_sorts_ours_from_theirs_in_one_run(run):
     assert [c["ref"] for c in result["claims"]] == ["PersistentVolumeClaim trainfleet/data"]
     assert result["dynamic_volumes"] == ["pvc-1"] and result["static_volumes"] == []
     assert result["storage_classes"] == ["trainfleet-fsx"]
-    assert result["operator"] == dict(exists=True, ours=True, marked=True, remove=False, blockers=["PyTorchJob shared/their-job"])
+    assert result["operator"] == dict(exists=True, ours=True, marked=True, remove=False, blockers=["PyTorchJob shared/their-job"],
+                                      selectors=["app.kubernetes.io/managed-by=trainfleet", "app.kubernetes.io/component=training-operator"])
     assert result["namespaces"] == ["trainfleet"]
     assert result["namespaces_kept"] == {"mixed": ["Secret/their-creds"]}
     assert result["kept"] == ["PyTorchJob shared/their-job", "PersistentVolumeClaim shared/their-data", "StorageClass standard",
