@@ -36,7 +36,7 @@ TRAIN_VARS = {
     "trainjob_aws_access_key_id": POD_ACCESS_KEY,
     "trainjob_aws_secret_access_key": POD_SECRET_KEY,
     "trainjob_env": [{"name": "WANDB_API_KEY",
-                        "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}}],
+                      "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}}],
     # The dataset step stages tests/adversarial/dataset and renders its claim copy (whose credentials
     # Secret gets the same keys as the train step's).
     "dataset_source": str(ROOT / "tests" / "adversarial" / "dataset"),

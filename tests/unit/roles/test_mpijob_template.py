@@ -180,7 +180,7 @@ def test_trainer_args_and_env_are_the_pytorchjobs():
         trainjob_trainer_backend="gloo", trainjob_aws_endpoint_url="http://172.18.0.1:5050",
         trainjob_aws_credentials_secret="trainfleet-aws-local",
         trainjob_env=[{"name": "TRAINFLEET_DATA_CACHE", "value": "/data/cache"},
-                        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}],
+                      {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}],
         mpijob_mpirun_extra_args=["--bind-to", "none"])
     command = ctr(job, "Launcher")["command"]
     assert trainer_part(command) == [
