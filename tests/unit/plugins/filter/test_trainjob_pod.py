@@ -7,7 +7,8 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.trainfleet.training.plugins.filter.pod import FilterModule, trainjob_pod
+from ansible_collections.trainfleet.training.plugins.filter.pod import (
+    FilterModule, trainjob_pod, trainjob_prepull_plan, trainjob_prepull_pods)
 from ansible_collections.trainfleet.training.plugins.module_utils import pod_settings as ps
 
 SETTINGS = {"name": "job", "cpu_request": "1", "memory_request": "2Gi", "run_as_user": 10001, "run_as_group": 10001,
@@ -15,7 +16,8 @@ SETTINGS = {"name": "job", "cpu_request": "1", "memory_request": "2Gi", "run_as_
 
 
 def test_the_filter_is_registered():
-    assert FilterModule().filters() == {"trainjob_pod": trainjob_pod}
+    assert FilterModule().filters() == {"trainjob_pod": trainjob_pod, "trainjob_prepull_plan": trainjob_prepull_plan,
+                                        "trainjob_prepull_pods": trainjob_prepull_pods}
 
 
 def test_the_filter_returns_pod_settings():
