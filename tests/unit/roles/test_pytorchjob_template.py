@@ -157,6 +157,16 @@ def render(**overrides):
     return job, text
 
 
+# The static layout (1 Master + 1 Worker, backoffLimit 2) the role had by default before it took the
+# inventories' elastic job: the cases written for it pass it explicitly.
+STATIC = {"pytorchjob_elastic": False, "pytorchjob_master_replicas": 1, "pytorchjob_worker_replicas": 1,
+          "pytorchjob_backoff_limit": 2}
+
+
+def render_static(**overrides):
+    return render(**dict(STATIC, **overrides))
+
+
 def check_pytorchjob_shape(job):
     """The structure the operator's CRD schema and validating webhook (v1.9) require."""
     assert job["apiVersion"] == "kubeflow.org/v1"
@@ -218,8 +228,25 @@ def env_of(job, rtype):
 # --------------------------------------------------------------------------- template cases
 
 
+def test_the_role_default_is_the_elastic_job_the_inventories_run():
+    """No inventory sets the layout: the role's default is the job that survives a lost pod or node."""
+    job, _text = render()
+    spec = job["spec"]
+    assert list(spec["pytorchReplicaSpecs"]) == ["Worker"]
+    assert spec["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
+    assert spec["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] == "OnFailure"
+    assert (spec["elasticPolicy"]["minReplicas"], spec["elasticPolicy"]["maxReplicas"]) == (1, 2)
+    assert spec["elasticPolicy"]["maxRestarts"] == 3
+    assert spec["runPolicy"]["backoffLimit"] == 6
+    for platform in ("local", "aws"):
+        with open(os.path.join(ROOT, "inventories", platform, "group_vars", "all", "train.yml")) as handle:
+            inventory = yaml.safe_load(handle)
+        assert not {"pytorchjob_master_replicas", "pytorchjob_worker_replicas", "pytorchjob_elastic",
+                    "pytorchjob_backoff_limit", "pytorchjob_restart_policy"} & set(inventory), platform
+
+
 def test_static_master_worker_cpu_job():
-    job, text = render(
+    job, text = render_static(
         trainjob_name="digits-static",
         trainjob_namespace="training",
         pytorchjob_worker_replicas=2,
@@ -309,7 +336,7 @@ def test_elastic_max_replicas_defaults_to_worker_count():
 
 def test_gpu_job_with_resources_tolerations_and_node_selector():
     tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-    job, _manifest = render(
+    job, _manifest = render_static(
         trainjob_gpus=4,
         pytorchjob_nproc_per_node=4,
         trainjob_trainer_backend="nccl",
@@ -347,10 +374,10 @@ NODE_LOST_TOLERATIONS = [
 
 
 def test_pods_leave_a_lost_node_after_pytorchjob_node_lost_toleration_seconds():
-    job, _manifest = render()
+    job, _manifest = render_static()
     for rtype in ("Master", "Worker"):
         assert pod_spec(job, rtype)["tolerations"] == NODE_LOST_TOLERATIONS  # default 30 s, not the cluster's 300
-    job, manifest = render(trainjob_node_lost_toleration_seconds="45")
+    job, manifest = render_static(trainjob_node_lost_toleration_seconds="45")
     assert [t["tolerationSeconds"] for t in pod_spec(job, "Worker")["tolerations"]] == [45, 45]
     assert '"tolerationSeconds": 45' in manifest  # an int, through to_json
 
@@ -359,9 +386,9 @@ def test_lost_pod_risks_of_the_rendered_jobs():
     """What the role's warning says about what it renders (pytorchjob_resilience_info runs on the manifest)."""
     from ansible_collections.trainfleet.training.plugins.module_utils import resilience as pj  # pylint: disable=import-outside-toplevel
 
-    static, _manifest = render()
+    static, _manifest = render_static()
     assert [r["code"] for r in pj.lost_pod_risks(static)] == [pj.RISK_STATIC_RENDEZVOUS, pj.RISK_NO_SNAPSHOTS]
-    elastic, _manifest = render(pytorchjob_elastic=True, pytorchjob_master_replicas=0, pytorchjob_worker_replicas=2,
+    elastic, _manifest = render_static(pytorchjob_elastic=True, pytorchjob_master_replicas=0, pytorchjob_worker_replicas=2,
                                 pytorchjob_backoff_limit=4, trainjob_trainer_snapshot_dir="s3://trainfleet-local/snap")
     assert pj.lost_pod_risks(elastic) == []
 
@@ -370,13 +397,13 @@ def test_user_tolerations_merge_with_the_node_lost_ones_and_win_for_the_same_key
     mine = [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 600},
             {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
             {"key": "dedicated", "operator": "Equal", "value": "training", "effect": "NoSchedule"}]
-    job, _manifest = render(trainjob_tolerations=mine, trainjob_node_lost_toleration_seconds=10)
+    job, _manifest = render_static(trainjob_tolerations=mine, trainjob_node_lost_toleration_seconds=10)
     assert pod_spec(job, "Master")["tolerations"] == mine + [
         {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10}]
 
 
 def test_trainium_efa_job_with_fsx_claim_and_shm():
-    job, _manifest = render(
+    job, _manifest = render_static(
         trainjob_name="bert-trn1",
         pytorchjob_worker_replicas=1,
         pytorchjob_nproc_per_node=32,
@@ -419,13 +446,13 @@ def test_trainium_efa_job_with_fsx_claim_and_shm():
 
 
 def test_plain_torchrun_launcher():
-    job, _manifest = render(pytorchjob_launcher=["torchrun"])
+    job, _manifest = render_static(pytorchjob_launcher=["torchrun"])
     assert container(job, "Master")["command"] == ["torchrun"]
     assert container(job, "Master")["args"][:3] == ["--nproc_per_node=1", "-m", "trainer.train"]
 
 
 def test_custom_command_and_args_are_used_verbatim():
-    job, _manifest = render(
+    job, _manifest = render_static(
         pytorchjob_command=["python", "-m", "torch.distributed.run"],
         pytorchjob_args=["--nproc_per_node=1", "my_script.py", "--lr", "0.1"],
     )
@@ -468,7 +495,7 @@ def test_run_policy_and_labels():
 
 
 def test_default_scheduler_has_no_gang_fields():
-    job, _text = render(pytorchjob_worker_replicas=2)
+    job, _text = render_static(pytorchjob_worker_replicas=2)
     assert "schedulingPolicy" not in job["spec"]["runPolicy"]
     for rtype in ("Master", "Worker"):
         assert "schedulerName" not in pod_spec(job, rtype)
@@ -476,7 +503,7 @@ def test_default_scheduler_has_no_gang_fields():
 
 def test_volcano_gang_of_all_replicas_by_default():
     """Gang scheduling: schedulerName volcano on every replica, runPolicy.schedulingPolicy {minAvailable, queue}."""
-    job, _text = render(pytorchjob_worker_replicas=2, pytorchjob_scheduler_name="volcano", pytorchjob_queue="team-a")
+    job, _text = render_static(pytorchjob_worker_replicas=2, pytorchjob_scheduler_name="volcano", pytorchjob_queue="team-a")
     assert job["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 3, "queue": "team-a"}
     for rtype in ("Master", "Worker"):
         assert pod_spec(job, rtype)["schedulerName"] == "volcano"
@@ -502,7 +529,7 @@ def test_hostile_queue_stays_one_value():
 
 
 def test_master_only_job_has_no_worker_spec():
-    job, _manifest = render(pytorchjob_worker_replicas=0)
+    job, _manifest = render_static(pytorchjob_worker_replicas=0)
     assert list(job["spec"]["pytorchReplicaSpecs"]) == ["Master"]
 
 
@@ -594,7 +621,7 @@ def test_pods_meet_the_restricted_pod_security_standard_by_default(overrides):
 
 def test_restricted_checker_sees_what_the_opt_ins_allow():
     """The checker above is not vacuous: the opt-in settings are violations."""
-    job, _manifest = render(
+    job, _manifest = render_static(
         trainjob_run_as_user=0, trainjob_allow_root=True, trainjob_allow_privileged=True,
         trainjob_allow_privilege_escalation=True, trainjob_allow_host_path=True,
         trainjob_container_security_context={"privileged": True},
@@ -620,12 +647,12 @@ def test_user_security_contexts_merge_over_the_restricted_defaults():
 def test_privileged_opt_in_renders_what_kubernetes_accepts(context):
     """Kubernetes rejects privileged or CAP_SYS_ADMIN with allowPrivilegeEscalation false: the
     default follows (the preflight then asks for trainjob_allow_privilege_escalation too)."""
-    job, _manifest = render(trainjob_container_security_context=context)
+    job, _manifest = render_static(trainjob_container_security_context=context)
     assert container(job, "Master")["securityContext"]["allowPrivilegeEscalation"] is True
 
 
 def test_root_and_token_opt_ins_render():
-    job, _manifest = render(trainjob_run_as_user=0, trainjob_run_as_group=0, trainjob_allow_root=True,
+    job, _manifest = render_static(trainjob_run_as_user=0, trainjob_run_as_group=0, trainjob_allow_root=True,
                             trainjob_automount_service_account_token=True)
     pod = pod_spec(job, "Master")
     assert pod["securityContext"]["runAsUser"] == 0 and pod["securityContext"]["runAsNonRoot"] is False
@@ -772,9 +799,9 @@ BAD_INPUTS = {
     "name-not-dns-label": ({"trainjob_name": "Bad_Name"}, "trainjob_name"),
     "name-too-long": ({"trainjob_name": "a" * 49}, "trainjob_name"),
     "image-empty": ({"trainjob_image": ""}, "trainjob_image"),
-    "static-without-master": ({"pytorchjob_master_replicas": 0}, "pytorchjob_master_replicas"),
+    "static-without-master": ({"pytorchjob_elastic": False}, "pytorchjob_master_replicas"),
     "two-masters": ({"pytorchjob_master_replicas": 2}, "pytorchjob_master_replicas"),
-    "elastic-with-master": ({"pytorchjob_elastic": True}, "pytorchjob_master_replicas"),
+    "elastic-with-master": ({"pytorchjob_master_replicas": 1}, "pytorchjob_master_replicas"),
     "elastic-max-below-workers": ({"pytorchjob_elastic": True, "pytorchjob_master_replicas": 0,
                                    "pytorchjob_worker_replicas": 3, "pytorchjob_elastic_max_replicas": 2},
                                   "pytorchjob_elastic_max_replicas"),
@@ -821,7 +848,7 @@ BAD_INPUTS = {
     "queue-without-volcano": ({"pytorchjob_queue": "team-a"}, "pytorchjob_queue"),
     "min-available-zero": ({"pytorchjob_scheduler_name": "volcano", "pytorchjob_min_available": 0}, "pytorchjob_min_available"),
     "min-available-above-replicas": ({"pytorchjob_scheduler_name": "volcano", "pytorchjob_worker_replicas": 2,
-                                      "pytorchjob_min_available": 4}, "pytorchjob_min_available"),
+                                      "pytorchjob_min_available": 3}, "pytorchjob_min_available"),
 }
 # The same settings with their opt-ins pass the preflight (check mode renders the job).
 OPT_IN_INPUTS = {
@@ -834,7 +861,7 @@ OPT_IN_INPUTS = {
     "allow-system-namespace": {"trainjob_namespace": "kube-system", "trainjob_allow_system_namespace": True},
     "net-bind-service-needs-no-opt-in": {"trainjob_container_security_context": {"capabilities": {"add": ["NET_BIND_SERVICE"]}}},
     "namespace-default-is-not-a-system-namespace": {"trainjob_namespace": "default"},
-    "volcano-gang": {"pytorchjob_scheduler_name": "volcano", "pytorchjob_queue": "team-a", "pytorchjob_worker_replicas": 2,
+    "volcano-gang": {"pytorchjob_scheduler_name": "volcano", "pytorchjob_queue": "team-a", "pytorchjob_worker_replicas": 3,
                      "pytorchjob_min_available": 3},
 }
 
@@ -902,7 +929,7 @@ def test_preflight_quotes_the_refused_security_settings(bad_input_outcomes):
 def test_preflight_quotes_the_refused_gang_settings(bad_input_outcomes):
     outcomes, _tmp_path = bad_input_outcomes
     assert '"Team_A"' in outcomes["queue-not-dns-label"]
-    assert "got 4" in outcomes["min-available-above-replicas"] and "3 replicas" in outcomes["min-available-above-replicas"]
+    assert "got 3" in outcomes["min-available-above-replicas"] and "2 replicas" in outcomes["min-available-above-replicas"]
     assert "kube-batch" in outcomes["scheduler-unknown"]
 
 
