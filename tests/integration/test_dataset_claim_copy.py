@@ -171,7 +171,10 @@ def test_a_pod_that_cannot_pull_fails_at_once_saying_why(world):
         result = run(world, api, "pull")
         assert result["rc"] != 0
         assert "did not succeed (not started: ImagePullBackOff, Back-off pulling image" in result["out"], result["out"][-4000:]
-        assert result["seconds"] < 50  # the wait ended on the reason, not at dataset_claim_timeout (60 s)
+        # The wait ended on the reason, not at dataset_claim_timeout (60 s, read every 5 s: 12 reads
+        # or more): counted in reads of the pods, not in seconds, which a busy machine stretches.
+        pod_reads = [r for r in api.store.requests if r[0] == "GET" and r[1].endswith("/pods")]
+        assert 1 <= len(pod_reads) <= 3, pod_reads
 
 
 def test_a_failed_copy_says_why_with_the_last_log_line(world):
