@@ -155,7 +155,8 @@ def test_bad_platform_input_is_refused(tmp_path, inventory, variable, value):
     assert variable in output or variable.replace("platform_existing_", "") in output, output[-2000:]
 
 
-NEUTRAL = ["iam", "s3", "device_plugins", "training_operator", "storage", "trainer_image", "dataset", "pytorchjob", "teardown", "mpi_operator", "volcano"]
+NEUTRAL = ["iam", "s3", "device_plugins", "training_operator", "storage", "trainer_image", "dataset", "trainjob", "pytorchjob",
+           "mpijob", "torchx_job", "tensorboard", "teardown", "mpi_operator", "volcano"]
 
 
 @pytest.mark.parametrize("role", NEUTRAL)
