@@ -31,7 +31,7 @@ class ConfigError(ValueError):
 
 
 # Upper bounds: a typo such as 10**12 is refused at once, not after the data is loaded.
-# The pytorchjob role checks the same bounds (trainjob_trainer_batch_size, trainjob_trainer_epochs).
+# The trainjob role checks the same bounds (trainjob_trainer_batch_size, trainjob_trainer_epochs).
 MAX_BATCH_SIZE = 65536
 MAX_EPOCHS = 100000
 # --min-epoch-s pads an epoch to a known length (fault-injection tests, demos); an hour at most.

@@ -76,7 +76,7 @@ options:
     description:
       - Keys of the pod securityContext, merged recursively over the restricted defaults
         (runAsNonRoot, runAsUser, runAsGroup, the RuntimeDefault seccompProfile), like the
-        pytorchjob role's C(pytorchjob_security_context).
+        trainjob role's C(trainjob_security_context).
       - Running as root (runAsUser 0 or runAsNonRoot false) is refused.
   container_security_context:
     type: dict
@@ -84,7 +84,7 @@ options:
     description:
       - Keys of the container securityContext, merged recursively over the restricted defaults
         (allowPrivilegeEscalation false, privileged false, every capability dropped), like the
-        pytorchjob role's C(pytorchjob_container_security_context); allowPrivilegeEscalation
+        trainjob role's C(trainjob_container_security_context); allowPrivilegeEscalation
         becomes true with privileged or an added SYS_ADMIN capability.
       - Running as root (runAsUser 0 or runAsNonRoot false) is refused.
 author:

@@ -174,7 +174,7 @@ def test_np_is_workers_times_slots_and_master_addr_follows_name_and_namespace():
 
 
 def test_trainer_args_and_env_are_the_pytorchjobs():
-    """The same builder (_trainjob_trainer_args/_env of the pytorchjob role) with the MPIJob's name and epochs."""
+    """The same builder (_trainjob_pod.trainer_args/trainer_env of the trainjob role) with the MPIJob's name and epochs."""
     job, _text = render(
         trainjob_trainer_epochs=7, trainjob_trainer_snapshot_dir="s3://bucket-x/snap", trainjob_trainer_extra_args=["--timeout-s=300"],
         trainjob_trainer_backend="gloo", trainjob_aws_endpoint_url="http://172.18.0.1:5050",
@@ -307,7 +307,7 @@ BAD_INPUTS = {
     "clean-pod-policy-all": ({"mpijob_clean_pod_policy": "All"}, "mpijob_clean_pod_policy", "All"),
     "log-dest-escape": ({"trainjob_log_dest": "/tmp/../etc/x.log"}, "trainjob_log_dest", '"/tmp/../etc/x.log"'),
     "env-from": ({"trainjob_env_from": [{"secretRef": {"name": "x"}}]}, "trainjob_env_from", '"secretRef"'),
-    # the shared settings are checked by the pytorchjob role's preflight, under their own names
+    # the shared settings are checked by the trainjob role's preflight
     "shared-root": ({"trainjob_run_as_user": 0}, "trainjob_allow_root", "0"),
     "shared-memory": ({"trainjob_memory_request": "lots"}, "trainjob_memory_request", '"lots"'),
 }
