@@ -389,7 +389,7 @@ def test_lost_pod_risks_of_the_rendered_jobs():
     static, _manifest = render_static()
     assert [r["code"] for r in pj.lost_pod_risks(static)] == [pj.RISK_STATIC_RENDEZVOUS, pj.RISK_NO_SNAPSHOTS]
     elastic, _manifest = render_static(pytorchjob_elastic=True, pytorchjob_master_replicas=0, pytorchjob_worker_replicas=2,
-                                pytorchjob_backoff_limit=4, trainjob_trainer_snapshot_dir="s3://trainfleet-local/snap")
+                                       pytorchjob_backoff_limit=4, trainjob_trainer_snapshot_dir="s3://trainfleet-local/snap")
     assert pj.lost_pod_risks(elastic) == []
 
 
@@ -653,7 +653,7 @@ def test_privileged_opt_in_renders_what_kubernetes_accepts(context):
 
 def test_root_and_token_opt_ins_render():
     job, _manifest = render_static(trainjob_run_as_user=0, trainjob_run_as_group=0, trainjob_allow_root=True,
-                            trainjob_automount_service_account_token=True)
+                                   trainjob_automount_service_account_token=True)
     pod = pod_spec(job, "Master")
     assert pod["securityContext"]["runAsUser"] == 0 and pod["securityContext"]["runAsNonRoot"] is False
     assert pod["automountServiceAccountToken"] is True
