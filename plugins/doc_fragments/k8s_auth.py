@@ -7,7 +7,7 @@ from __future__ import annotations
 
 class ModuleDocFragment(object):
 
-    # Kubernetes connection options shared by the pytorchjob_* modules
+    # Kubernetes connection options shared by the trainjob_* modules
     # (argspec: plugins/module_utils/k8s.py AUTH_ARG_SPEC).
     DOCUMENTATION = r"""
 options:
