@@ -11,19 +11,11 @@ import json
 
 import pytest
 
-AWS_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-west-2"}
+from tests.unit.plugins.modules.test_eksctl_cluster import AWS_ENV, run_module
+
 RECORDER = """#!/bin/sh
 echo "$AWS_REGION $AWS_ACCESS_KEY_ID $AWS_SECRET_ACCESS_KEY $AWS_SESSION_TOKEN $*" >> %s
 """
-
-
-def run_module(args):
-    from ansible.module_utils.testing import patch_module_args
-    from ansible_collections.trainfleet.training.plugins.modules import eksctl_cluster
-
-    with patch_module_args(dict(args, _ansible_check_mode=False, _ansible_diff=False)):
-        with pytest.raises(SystemExit):
-            eksctl_cluster.main()
 
 
 @pytest.fixture
