@@ -6,6 +6,7 @@ fact, <role>_rendered, and defaults that follow the launcher."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 import yaml
@@ -89,3 +90,35 @@ def test_defaults_follow_the_launcher(launcher, name, image, tail):
     assert resolved["trainjob_image"] == image
     assert int(resolved["trainjob_log_tail_lines"]) == tail
     assert resolved["trainjob_manifest_dest"].endswith("/manifests/%s-%s.yaml" % (launcher, name))
+
+
+def test_launchers_controllers_are_installed_once_per_run(tmp_path):
+    """playbooks/tasks/launchers.yml (the launchers step, and the train step for mpijob / torchx)
+    records what it installed in trainfleet_launchers_installed: a later include in the same run
+    for the same cluster, contract and queues applies nothing again; other queues apply again."""
+    from tests.unit.roles.test_pytorchjob_template import _playbook  # pylint: disable=import-outside-toplevel
+
+    tasks = os.path.join(ROOT, "playbooks", "tasks", "launchers.yml")
+    # No launcher wanted: the included roles are skipped, so no cluster is needed; the bookkeeping
+    # around them is what runs.
+    cluster = dict(SHARED["trainfleet_cluster"])
+    include = {"ansible.builtin.include_tasks": tasks}
+    show = {"ansible.builtin.debug": {"msg": "RECORDED {{ trainfleet_launchers_installed | to_json }}"}}
+    play = [{
+        "hosts": "localhost", "connection": "local", "gather_facts": False,
+        "vars": {"trainfleet_cluster": cluster, "volcano_queues": [{"name": "team-a", "weight": 1}]},
+        "tasks": [
+            dict(include, name="first"), show,
+            dict(include, name="second"), show,
+            dict(include, name="other queues", vars={"volcano_queues": [{"name": "team-b", "weight": 1}]}), show,
+        ],
+    }]
+    playbook = tmp_path / "launchers.yml"
+    playbook.write_text(yaml.safe_dump(play))
+    rc, out = _playbook([str(playbook)], tmp_path)
+    assert rc == 0, out
+    assert out.count("installed earlier in this run") == 1, out
+    assert len(re.findall(r"TASK \[Record that this run installed them\][ *]*\nok:", out)) == 2, out
+    recorded = [line for line in out.splitlines() if "RECORDED" in line]
+    assert len(recorded) == 3 and recorded[0] == recorded[1] != recorded[2], recorded
+    assert "team-a" in recorded[0] and "team-b" in recorded[2] and 'kubeconfig-trainfleet' in recorded[0], recorded
