@@ -95,7 +95,8 @@ def test_defaults_follow_the_launcher(launcher, name, image, tail):
 def test_launchers_controllers_are_installed_once_per_run(tmp_path):
     """playbooks/tasks/launchers.yml (the launchers step, and the train step for mpijob / torchx)
     records what it installed in trainfleet_launchers_installed: a later include in the same run
-    for the same cluster, contract and queues applies nothing again; other queues apply again."""
+    for the same cluster, contract and queues applies nothing again; other queues, or a teardown in
+    between, apply again."""
     from tests.unit.roles.test_pytorchjob_template import _playbook  # pylint: disable=import-outside-toplevel
 
     tasks = os.path.join(ROOT, "playbooks", "tasks", "launchers.yml")
@@ -111,6 +112,9 @@ def test_launchers_controllers_are_installed_once_per_run(tmp_path):
             dict(include, name="first"), show,
             dict(include, name="second"), show,
             dict(include, name="other queues", vars={"volcano_queues": [{"name": "team-b", "weight": 1}]}), show,
+            # What the teardown role records when it ran (its fact teardown_runs): due again.
+            {"ansible.builtin.set_fact": {"teardown_runs": 1}},
+            dict(include, name="after a teardown"), show,
         ],
     }]
     playbook = tmp_path / "launchers.yml"
@@ -118,7 +122,7 @@ def test_launchers_controllers_are_installed_once_per_run(tmp_path):
     rc, out = _playbook([str(playbook)], tmp_path)
     assert rc == 0, out
     assert out.count("installed earlier in this run") == 1, out
-    assert len(re.findall(r"TASK \[Record that this run installed them\][ *]*\nok:", out)) == 2, out
+    assert len(re.findall(r"TASK \[Record that this run installed them\][ *]*\nok:", out)) == 3, out
     recorded = [line for line in out.splitlines() if "RECORDED" in line]
-    assert len(recorded) == 3 and recorded[0] == recorded[1] != recorded[2], recorded
+    assert len(recorded) == 4 and recorded[0] == recorded[1] != recorded[2] != recorded[3], recorded
     assert "team-a" in recorded[0] and "team-b" in recorded[2] and 'kubeconfig-trainfleet' in recorded[0], recorded
