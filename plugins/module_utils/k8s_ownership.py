@@ -13,6 +13,7 @@ The messages are the ones roles/teardown prints.
 from __future__ import annotations
 
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
+from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import KINDS
 
 LABEL_KEY = "app.kubernetes.io/managed-by"
 LABEL_VALUE = "trainfleet"
@@ -24,8 +25,9 @@ OPERATOR_MARKER = "%s=%s" % (COMPONENT_KEY, OPERATOR_COMPONENT)
 # Only the training_operator step's server-side apply writes this annotation on the controller.
 OPERATOR_ANNOTATION = "trainfleet.io/manifests-sha256"
 
-# API version of each training job kind; kubeflow.org/v1 when not listed.
-JOB_API_VERSIONS = {"PyTorchJob": "kubeflow.org/v1", "MPIJob": "kubeflow.org/v2beta1"}
+# API version of each training job kind the train step submits (module_utils.jobkinds: PyTorchJob,
+# MPIJob, VolcanoJob); kubeflow.org/v1 for a kind not listed.
+JOB_API_VERSIONS = dict((label, kind.api_version) for label, kind in KINDS.items())
 DEFAULT_JOB_API_VERSION = "kubeflow.org/v1"
 # Our workloads besides the jobs (the tensorboard step), in the order they are deleted.
 WORKLOAD_KINDS = (("v1", "Service"), ("apps/v1", "Deployment"))
@@ -73,13 +75,19 @@ def job_api_version(kind, api_versions=None):
     return (api_versions or JOB_API_VERSIONS).get(kind, DEFAULT_JOB_API_VERSION)
 
 
+def job_api_kind(kind):
+    """The API's kind of a job kind as the teardown names it: VolcanoJob is Volcano's "Job"
+    (batch.volcano.sh); the others are their own."""
+    return KINDS[kind].name if kind in KINDS else kind
+
+
 def sort_jobs(listed):
     """listed: [(kind, api_version, [job objects])] in reading order -> (ours, others); each an
-    entry {api_version, kind, namespace, name, ref}."""
+    entry {api_version, kind (the API's), namespace, name, ref (with the kind as named)}."""
     ours, others = [], []
     for kind, api_version, objects in listed:
         for obj in objects:
-            entry = dict(api_version=api_version, kind=kind, namespace=_namespace(obj), name=_name(obj))
+            entry = dict(api_version=api_version, kind=job_api_kind(kind), namespace=_namespace(obj), name=_name(obj))
             entry["ref"] = "%s %s/%s" % (kind, entry["namespace"], entry["name"])
             (ours if is_ours(obj) else others).append(entry)
     return ours, others
@@ -227,7 +235,8 @@ def gather(reader, namespaces, job_kinds, storage_class_names, training_operator
     namespaces = list(namespaces)
     kept, kept_why = [], []
 
-    listed = [(kind, job_api_version(kind, job_api_versions), reader.list(job_api_version(kind, job_api_versions), kind, ns))
+    listed = [(kind, job_api_version(kind, job_api_versions),
+               reader.list(job_api_version(kind, job_api_versions), job_api_kind(kind), ns))
               for ns in namespaces for kind in job_kinds]
     jobs, other_jobs = sort_jobs(listed)
     kept += [j["ref"] for j in other_jobs]

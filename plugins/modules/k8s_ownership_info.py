@@ -29,11 +29,12 @@ options:
     required: true
   job_kinds:
     description:
-      - Kinds of the training jobs (PyTorchJob is C(kubeflow.org/v1), MPIJob C(kubeflow.org/v2beta1), other kinds
-        C(kubeflow.org/v1) unless named in O(job_api_versions)).
+      - Kinds of the training jobs (PyTorchJob is C(kubeflow.org/v1), MPIJob C(kubeflow.org/v2beta1), VolcanoJob
+        Volcano's C(Job) in C(batch.volcano.sh/v1alpha1), other kinds C(kubeflow.org/v1) unless named in
+        O(job_api_versions)). The result's C(jobs) carry the API's kind (C(Job) for a VolcanoJob).
     type: list
     elements: str
-    default: [PyTorchJob, MPIJob]
+    default: [PyTorchJob, MPIJob, VolcanoJob]
   job_api_versions:
     description: API version of a job kind, by kind, over the defaults above.
     type: dict
@@ -188,7 +189,7 @@ def argspec():
     spec = auth_arg_spec()
     spec.update(
         namespaces=dict(type="list", elements="str", required=True),
-        job_kinds=dict(type="list", elements="str", default=["PyTorchJob", "MPIJob"]),
+        job_kinds=dict(type="list", elements="str", default=["PyTorchJob", "MPIJob", "VolcanoJob"]),
         job_api_versions=dict(type="dict", default={}),
         storage_class_names=dict(type="list", elements="str", default=[]),
         training_operator=dict(type="bool", default=True),

@@ -169,6 +169,27 @@ def test_job_api_versions_option(run):
     assert not failed and [j["ref"] for j in result["jobs"]] == ["TFJob trainfleet/tf"]
 
 
+def test_volcano_jobs_are_read_as_volcanos_job_kind(run):
+    """VolcanoJob (what the torchx launcher submits) is Volcano's Job in batch.volcano.sh/v1alpha1:
+    ours are deleted by that API kind, others kept; a batch/v1 Job of the same name is not one."""
+    reader = seeded()
+    reader.served = reader.served + ("batch.volcano.sh/v1alpha1",)
+    reader.add("batch.volcano.sh/v1alpha1", "Job", "digits-torchx", "trainfleet", OURS)
+    reader.add("batch.volcano.sh/v1alpha1", "Job", "theirs", "trainfleet")
+    reader.add("batch/v1", "Job", "digits-torchx", "trainfleet", OURS)
+    failed, result = run(reader)
+    assert not failed
+    volcano = [j for j in result["jobs"] if j["ref"].startswith("VolcanoJob")]
+    assert volcano == [{"api_version": "batch.volcano.sh/v1alpha1", "kind": "Job", "namespace": "trainfleet",
+                        "name": "digits-torchx", "ref": "VolcanoJob trainfleet/digits-torchx"}]
+    assert "VolcanoJob trainfleet/theirs" in result["kept"]
+
+
+def test_volcano_jobs_where_volcano_is_not_served_are_none(run):
+    failed, result = run(seeded(), {"job_kinds": ["VolcanoJob"]})
+    assert not failed and result["jobs"] == []
+
+
 def test_an_api_error_fails_with_its_message(run):
     reader = seeded()
     reader.fail_on = "PersistentVolume"
