@@ -992,6 +992,13 @@ def _job(phase, failure=None, restarts=0, pods=None):
     }
 
 
+def _summary(out):
+    """The lines of the summary task's msg (a list, printed as JSON strings by the callback)."""
+    start = out.index("TASK [trainfleet.training.trainjob : Summary of the finished run]")
+    block = out[start:out.index("\nTASK [", start + 1) if "\nTASK [" in out[start + 1:] else len(out)]
+    return [json.loads(m.group(1)) for m in re.finditer(r'^\s+("(?:[^"\\]|\\.)*"),?$', block, re.M)]
+
+
 def _report(tmp_path, status, rank0=None):
     result_file = tmp_path / "outcome.json"
     extra = {
@@ -1049,12 +1056,14 @@ def test_report_prints_restarts_by_replica_their_reasons_and_the_resume(tmp_path
     result = outcome["result"]
     assert result["restarts_by_replica"]["Master"]["restarts"] == 2 and len(result["restart_reasons"]) == 2
     assert result["resumed_from_epoch"] == 3 and result["trainer_restarts"] == 0
-    assert "resumed from snapshot epoch: 3, torchrun restarts on rank 0's node: 0" in out
-    assert "restarts by replica: Master 2, Worker 1 (1 failed)" in out
+    lines = _summary(out)
+    assert "resumed from snapshot epoch 3, torchrun restarts on rank 0's node 0" in lines
+    # one record per line (the restart records once ran together on one line)
+    assert "restarts by replica: Master 2, Worker 1 (1 failed)" in lines
     assert ("restart: pod trainfleet-digits-worker-0 (worker-0) on node trainfleet-worker, container pytorch: Error, exit code 137 "
-            "(SIGKILL), ended 2026-01-01T00:00:20Z (previous run; 1 restart(s))") in out
-    assert "on node trainfleet-worker2, container pytorch: Error, exit code 1, ended 2026-01-01T00:00:21Z" in out
-    assert "Connection reset by peer more" in out
+            "(SIGKILL), ended 2026-01-01T00:00:20Z (previous run; 1 restart(s))") in lines
+    assert ("restart: pod trainfleet-digits-master-0 (master-0) on node trainfleet-worker2, container pytorch: Error, exit code 1, "
+            "ended 2026-01-01T00:00:21Z (previous run; 2 restart(s)): RuntimeError: Connection reset by peer more") in lines
 
 
 def test_report_without_restart_data_still_summarises(tmp_path):
@@ -1065,8 +1074,9 @@ def test_report_without_restart_data_still_summarises(tmp_path):
     outcome, out = _report(tmp_path, status, rank0)
     assert outcome["failure"] is None, out
     assert outcome["result"]["resumed_from_epoch"] is None and outcome["result"]["restart_reasons"] == []
-    assert "resumed from snapshot epoch: ?, torchrun restarts on rank 0's node: ?" in out
-    assert "restart:" not in out
+    lines = _summary(out)
+    assert not [line for line in lines if "resumed from" in line or "restart:" in line or "?" in line], lines
+    assert "result: final accuracy 0.9611, final loss 0.1234, epochs 5, world size 2" in lines
 
 
 def test_report_without_a_parsed_result_says_so_and_does_not_parse_the_log(tmp_path):
@@ -1078,7 +1088,23 @@ def test_report_without_a_parsed_result_says_so_and_does_not_parse_the_log(tmp_p
     outcome, out = _report(tmp_path, status, rank0)
     assert outcome["failure"] is None, out
     assert outcome["result"]["final_accuracy"] is None and outcome["result"]["trainer"] == {}
-    assert "WARNING: no trainfleet-result line" in out
+    lines = _summary(out)
+    # the log was not truncated: the script simply prints no result line (a user's own script)
+    own = [line for line in lines if not line.startswith("  ")]  # the summary's own lines, not the log's
+    assert not [line for line in own if "WARNING" in line or "accuracy" in line or "model:" in line or "?" in line], own
+    assert any(line.startswith("result: rank 0 printed no trainfleet-result line") for line in lines), lines
+    assert "rank 0's last 1 line(s):" in lines
+    assert any(line.startswith("rank 0: pod trainfleet-digits-master-0, a guess (fallback-master-0)") for line in lines), lines
+
+
+def test_report_warns_when_the_result_line_may_have_been_cut_off(tmp_path):
+    status = {"changed": False, "exists": True, "job": _job("Succeeded")}
+    rank0 = {"changed": False, "pod": "trainfleet-digits-master-0", "method": "trainer-log", "log": "epoch 9\n",
+             "truncated": True, "trainer_result": None}
+    outcome, out = _report(tmp_path, status, rank0)
+    assert outcome["failure"] is None, out
+    assert ("WARNING: no trainfleet-result line in the last 200 lines of rank 0's log (raise trainjob_log_tail_lines "
+            "if the script prints one)") in _summary(out)
 
 
 def test_report_prints_the_startup_timeline(tmp_path):
