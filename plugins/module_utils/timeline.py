@@ -29,7 +29,7 @@ from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds impor
 from ansible_collections.trainfleet.training.plugins.module_utils.jobstatus import pod_summary
 from ansible_collections.trainfleet.training.plugins.module_utils.k8s import iter_lines
 from ansible_collections.trainfleet.training.plugins.module_utils.progress import elapsed_text
-from ansible_collections.trainfleet.training.plugins.module_utils.ranks import find_rank0, parse_rank_lines
+from ansible_collections.trainfleet.training.plugins.module_utils.ranks import TORCHRUN_RDZV_RE, find_rank0, parse_rank_lines
 from ansible_collections.trainfleet.training.plugins.module_utils.trainerlog import parse_trainer_line, split_log_timestamp
 
 # How much of each pod's log (with timestamps) is read for the rank and first epoch lines.
@@ -131,8 +131,10 @@ def pod_timeline(pod, events):
 
 def rank0_log_times(lines):
     """(rendezvous, first epoch) times from rank 0's log lines (read with the kubelet's timestamps or
-    not): the first rank line and the first epoch line, at the trainer's time= or else the kubelet's."""
-    rendezvous = first_epoch = None
+    not): the first rank line and the first epoch line, at the trainer's time= or else the kubelet's.
+    A script without a trainfleet-rank line: the rendezvous is torchrun's first "Rendezvous complete"
+    line (LOGLEVEL=INFO), at the kubelet's time."""
+    rendezvous = first_epoch = torchrun_rendezvous = None
     for raw in lines:
         kubelet_time, _epoch, text = split_log_timestamp(raw)
         parsed = parse_trainer_line(text)
@@ -140,9 +142,11 @@ def rank0_log_times(lines):
             rendezvous = parsed.get("time") or kubelet_time
         elif parsed["kind"] == "epoch" and first_epoch is None:
             first_epoch = parsed.get("time") or kubelet_time
+        elif torchrun_rendezvous is None and TORCHRUN_RDZV_RE.search(text):
+            torchrun_rendezvous = kubelet_time
         if rendezvous and first_epoch:
             break
-    return format_time(parse_time(rendezvous)), format_time(parse_time(first_epoch))
+    return format_time(parse_time(rendezvous or torchrun_rendezvous)), format_time(parse_time(first_epoch))
 
 
 def read_rank0_times(service, namespace, pods, kind, limit_bytes=LOG_HEAD_BYTES):

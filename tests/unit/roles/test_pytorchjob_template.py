@@ -473,6 +473,17 @@ def test_extra_torchrun_and_trainer_args_and_output_dir():
     assert env_of(job, "Worker")["TRAINFLEET_OUTPUT_DIR"] == "/data/out"
 
 
+def test_torchrun_logs_its_rendezvous_unless_told_otherwise():
+    """LOGLEVEL=INFO: torchrun's agent logs each rendezvous, which decides rank 0 for any script."""
+    job, _manifest = render()
+    env = container(job, "Worker")["env"]
+    assert env[0] == {"name": "LOGLEVEL", "value": "INFO"} and [e["name"] for e in env].count("LOGLEVEL") == 1
+    job, _manifest = render(trainjob_env=[{"name": "LOGLEVEL", "value": "DEBUG"}])
+    assert [e for e in container(job, "Worker")["env"] if e["name"] == "LOGLEVEL"] == [{"name": "LOGLEVEL", "value": "DEBUG"}]
+    job, _manifest = render(pytorchjob_torchrun_log_level="")
+    assert "LOGLEVEL" not in env_of(job, "Worker")
+
+
 def test_run_policy_and_labels():
     job, text = render(
         pytorchjob_backoff_limit=0,

@@ -69,6 +69,18 @@ def test_rank0_log_times_prefer_the_trainers_time_and_fall_back_to_the_kubelets(
     assert tl.rank0_log_times(["no trainer here"]) == (None, None)
 
 
+def test_rank0_log_times_of_a_script_that_never_heard_of_us_come_from_torchrun():
+    """A plain torchrun script (LOGLEVEL=INFO, no trainfleet- lines): torchrun's rendezvous line."""
+    lines = ["2025-03-01T10:00:40.100000000Z step 0 starting",
+             "2025-03-01T10:00:44.250000000Z INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete "
+             "for workers. Result:",
+             "2025-03-01T10:00:44.251000000Z   restart_count=0",
+             "2025-03-01T10:00:44.252000000Z   group_rank=0",
+             "2025-03-01T10:00:50.000000000Z INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete "
+             "for workers. Result:"]
+    assert tl.rank0_log_times(lines) == ("2025-03-01T10:00:44Z", None)
+
+
 def test_timeline_of_a_cold_start_names_every_step_and_the_time_between_them():
     data = _recorded()
     service = RecordedService(data)
