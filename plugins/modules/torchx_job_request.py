@@ -33,7 +33,7 @@ options:
   launcher:
     type: list
     elements: str
-    default: [python3, -m, trainer.launch]
+    default: [torchrun]
     description: Replaces C(torchrun) at the start of TorchX's command (takes torchrun's arguments).
   nnodes: {type: int, default: 2, description: Replicas (nodes); one Volcano task each.}
   nproc_per_node: {type: int, default: 1, description: Processes per node.}
@@ -159,7 +159,7 @@ def argspec():
         image_pull_secrets=dict(type="list", elements="str", default=[], no_log=False),
         module=dict(type="str", default="trainer.train"),
         trainer_args=dict(type="list", elements="str", default=[]),
-        launcher=dict(type="list", elements="str", default=["python3", "-m", "trainer.launch"]),
+        launcher=dict(type="list", elements="str", default=["torchrun"]),
         nnodes=dict(type="int", default=2),
         nproc_per_node=dict(type="int", default=1),
         rdzv_port=dict(type="int", default=29500),

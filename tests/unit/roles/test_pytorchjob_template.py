@@ -270,7 +270,7 @@ def test_static_master_worker_cpu_job():
     for rtype in ("Master", "Worker"):
         c = container(job, rtype)
         assert c["image"] == IMAGE
-        assert c["command"] == ["python3", "-m", "trainer.launch"]  # torchrun + the image's torch 1.13 fix
+        assert c["command"] == ["torchrun"]  # in the trainer image its fixed torchrun (trainer/bin/torchrun)
         # torchrun takes nnodes/node rank/master addr+port from the operator's PET_* variables
         assert c["args"] == [
             "--nproc_per_node=1", "-m", "trainer.train",
@@ -958,7 +958,7 @@ def test_check_mode_renders_without_cluster_and_writes_nothing(tmp_path):
     rc, out = _run_role(tmp_path, {"pytorchjob_elastic": True, "pytorchjob_master_replicas": 0,
                                    "pytorchjob_worker_replicas": 2})
     assert rc == 0, out
-    assert "python3 -m trainer.launch --nproc_per_node=1 -m trainer.train" in out
+    assert "torchrun --nproc_per_node=1 -m trainer.train" in out
     assert "elastic c10d rendezvous" in out
     assert "rendered and validated only" in out
     assert not (tmp_path / "cache" / "manifests").exists()
