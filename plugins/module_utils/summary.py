@@ -21,12 +21,6 @@ import re
 
 from ansible_collections.trainfleet.training.plugins.module_utils.ranks import FALLBACK_METHODS
 
-# What a rank-0 method means, for the summary.
-METHOD_NOTES = {
-    "trainer-log": "the script's trainfleet-rank line",
-    "torchrun-log": "torchrun's rendezvous log",
-    "trainer-rank0-output": "the script's rank-0 output",
-}
 # How much of rank 0's log the summary of a script without a result line shows.
 LAST_LINES = 5
 # Result fields shown on the "result:" line, in this order, with their labels.
