@@ -43,10 +43,12 @@ def _join_known(pairs):
 
 
 def restart_lines(result):
-    """restarts by replica (one line) and why each restart happened (one line each)."""
+    """restarts by replica (one line, when any restarted or failed) and why each restart happened
+    (one line each)."""
     lines = []
     by_replica = result.get("restarts_by_replica") or {}
-    if by_replica:
+    if any(int((entry or {}).get("restarts") or 0) > 0 or int((entry or {}).get("failed") or 0) > 0
+           for entry in by_replica.values()):
         parts = []
         for rtype in sorted(by_replica):
             entry = by_replica[rtype] or {}

@@ -67,6 +67,9 @@ def test_restarts_one_record_per_line():
     assert records[5] == ("restart: pod j-worker-5 (worker-5) on node n5, container pytorch: Error, exit code 1, ended t5 "
                           "(previous run; 1 restart(s)): line one line two")
     assert "restarts by replica: Worker 6 (1 failed)" in lines
+    # nothing restarted or failed: no line about it
+    quiet = summary_lines(result(restarts_by_replica={"Worker": {"restarts": 0, "failed": 0}}), "PyTorchJob")
+    assert not [l for l in quiet if l.startswith("restart")], quiet
 
 
 def test_a_failed_job_names_reason_pod_log_and_events():
