@@ -37,7 +37,7 @@ def parse_args(argv=None):
 
 def run_once(nproc, args, workdir):
     """One torchrun; returns (median samples/s after warm-up, wall seconds)."""
-    cmd = [sys.executable, "-m", "trainer.launch", "--standalone", "--nproc_per_node", str(nproc), "--max_restarts", "0",
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc), "--max_restarts", "0",
            "-m", "trainer.train", "--dataset", "synthetic", "--synthetic-samples", str(args.samples),
            "--synthetic-features", str(args.features), "--hidden", args.hidden, "--batch-size", str(args.batch_size),
            "--epochs", str(args.epochs), "--output-dir", os.path.join(workdir, f"out-{nproc}"), "--timeout-s", "300"]

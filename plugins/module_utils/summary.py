@@ -39,7 +39,8 @@ def _one_line(text, limit=MESSAGE_LIMIT):
 
 
 def _join_known(pairs):
-    return ", ".join("%s %s" % (label, value) for label, value in pairs if _known(value))
+    """"label value, ..." for the known values; an empty label gives the value alone."""
+    return ", ".join("%s %s" % (label, value) if label else str(value) for label, value in pairs if _known(value))
 
 
 def restart_lines(result):
@@ -156,7 +157,7 @@ def failure_lines(result):
         pod += ", container: %s" % failure["container"]
     details = _join_known((("", failure.get("container_reason")), ("exit code", failure.get("exit_code"))))
     if details:
-        pod += " (%s)" % details.strip()
+        pod += " (%s)" % details
     lines.append(pod)
     lines.append(duration_line(result))
     # live_pod: read from the pod; snapshot: taken while waiting, before the operator deleted the

@@ -13,8 +13,8 @@ Two halves:
 - ``patch_job(job, spec, unique_id)`` is pure: it turns that dict into our job. TorchX's AppDef
   cannot say what our pods need (a fixed name, our labels, the restricted securityContext, the
   S3 credentials from a Secret, pull secrets, node placement, requests != limits), and the
-  command's leading ``torchrun`` becomes the launcher the role names (default ``torchrun``, in the
-  trainer image its fixed one: trainer/bin/torchrun), with the same arguments.
+  command's leading ``torchrun`` becomes the launcher the role names (default ``torchrun``), with
+  the same arguments.
 
 What torchx 0.7.0 renders (checked with its CLI's --dryrun): one Volcano task per replica,
 named ``<role>-<replica>`` (role = the module's last dotted part, ``train`` for trainer.train),

@@ -216,7 +216,7 @@ def check_params(module):
     if seconds is not None and not 1 <= seconds <= 3600:
         module.fail_json(msg="node_lost_toleration_seconds must be 1..3600, got %d" % seconds)
     if not params["launcher"]:
-        module.fail_json(msg="launcher must name a program (e.g. [python3, -m, trainer.launch])")
+        module.fail_json(msg="launcher must name a program (e.g. [torchrun] or [python3, -m, torch.distributed.run])")
     for item in params["env"]:
         if not isinstance(item.get("name"), str) or not item["name"]:
             module.fail_json(msg="every env entry needs a name, got %r" % (item,))

@@ -29,7 +29,7 @@ REGIONS = ("us-east-1", "us-west-2")
 MOTO_ACCOUNT = "123456789012"
 PLAYBOOK_TIMEOUT = 600
 # The trainer_image step builds FROM this image and never pulls it (it comes from the local stack).
-BASE_IMAGE = "trainfleet/debian-base:bookworm"
+BASE_IMAGE = "trainfleet/debian-base:trixie"
 STAND_IN_BASE_IMAGE = "trainfleet-integration/empty-base:check-mode"
 
 RECAP_RE = re.compile(

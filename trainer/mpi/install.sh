@@ -14,8 +14,8 @@ install -m 0644 "$here/sshd_config" /etc/ssh/trainfleet/sshd_config
 install -m 0644 "$here/ssh_config" /etc/ssh/ssh_config.d/trainfleet.conf
 grep -q '^Include /etc/ssh/ssh_config.d/\*\.conf' /etc/ssh/ssh_config \
   || { echo "/etc/ssh/ssh_config does not include /etc/ssh/ssh_config.d/*.conf" >&2; exit 1; }
-# The package's host keys would be the same in every container of the image; this sshd uses the job's key.
-rm -f /etc/ssh/ssh_host_*
+# The package's host keys are gone (trainer/Dockerfile deletes them in its large layer): this sshd
+# uses the job's key.
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -30,7 +30,7 @@ for want in "port 2222" "hostkey /home/trainer/.ssh/id_rsa" "authorizedkeysfile 
   grep -qx "$want" "$tmp/sshd-T" || { echo "sshd -T: no '$want'" >&2; cat "$tmp/sshd-T" >&2; exit 1; }
 done
 # SetEnv carries the image's ENV into what mpirun starts over ssh: it must match the ENV of this build.
-for name in PYTHONPATH PYTHONUNBUFFERED PYTHONDONTWRITEBYTECODE MPLBACKEND TRAINFLEET_DATA_CACHE; do
+for name in PYTHONPATH PYTHONUNBUFFERED PYTHONDONTWRITEBYTECODE MPLBACKEND TRAINFLEET_DATA_CACHE USE_LIBUV; do
   value=$(printenv "$name")
   grep '^setenv ' "$tmp/sshd-T" | tr ' ' '\n' | grep -qx "$name=$value" \
     || { echo "sshd_config SetEnv has no $name=$value (the image's ENV)" >&2; exit 1; }
@@ -38,7 +38,7 @@ done
 home=$(getent passwd "$uid" | cut -d: -f6)
 [ "$home" = /home/trainer ] || { echo "the trainer's home is $home, sshd_config expects /home/trainer" >&2; exit 1; }
 as_trainer ssh -G worker-0 > "$tmp/ssh-G"
-for want in "port 2222" "identityfile /home/trainer/.ssh/id_rsa" "stricthostkeychecking false" "userknownhostsfile /dev/null"; do
+for want in "port 2222" "connectionattempts 10" "identityfile /home/trainer/.ssh/id_rsa" "stricthostkeychecking false" "userknownhostsfile /dev/null"; do
   grep -qx "$want" "$tmp/ssh-G" || { echo "ssh -G: no '$want'" >&2; cat "$tmp/ssh-G" >&2; exit 1; }
 done
 echo "trainfleet mpi: sshd and ssh configuration checked"

@@ -31,9 +31,9 @@ def run_cmd(args, env=None, timeout=SUBPROCESS_TIMEOUT):
     return subprocess.run(args, cwd=REPO_ROOT, env=env or base_env(), capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def torchrun(trainer_args, nproc=2, env=None, timeout=SUBPROCESS_TIMEOUT, launcher="torch.distributed.run"):
-    """A real torchrun (standalone, c10d on localhost) of ``-m trainer.train``; launcher may be trainer.launch."""
-    cmd = [sys.executable, "-m", launcher, "--standalone", "--nproc_per_node", str(nproc), "--max_restarts", "0",
+def torchrun(trainer_args, nproc=2, env=None, timeout=SUBPROCESS_TIMEOUT):
+    """A real torchrun (standalone, c10d on localhost) of ``-m trainer.train``."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc), "--max_restarts", "0",
            "-m", "trainer.train", *trainer_args]
     return run_cmd(cmd, env=env, timeout=timeout)
 

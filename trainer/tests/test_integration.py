@@ -70,7 +70,7 @@ def test_torchrun_resume_continues_at_next_epoch(tmp_path):
     assert not _lines(first, "trainfleet-result:")
     assert (tmp_path / "snap" / "latest").read_text() == snapshot_name(2)
 
-    second = torchrun(args, launcher="trainer.launch")  # the image's launcher (torchrun + torch 1.13 fix)
+    second = torchrun(args)
     _ok(second)
     assert _lines(second, "trainfleet-resume:")[0].startswith("trainfleet-resume: epoch=2 next_epoch=3")
     assert _epochs(second) == [3, 4, 5]  # continues at k+1, never repeats 1..2

@@ -84,22 +84,6 @@ def test_local_files_get_ordinary_permissions(tmp_path):
     assert (tmp_path / "model.pt").stat().st_mode & 0o777 == 0o644
 
 
-def test_launch_std_fix_matches_documented_behaviour():
-    """trainer.launch's Std.from_str (torchrun fix for torch < 2.0 on Python 3.11) and whether this torch needs it."""
-    from torch.distributed.elastic.multiprocessing.api import Std  # pylint: disable=import-outside-toplevel
-
-    from trainer import launch  # pylint: disable=import-outside-toplevel
-
-    assert launch._from_str("0") == Std.NONE and launch._from_str("3") == Std.ALL  # pylint: disable=protected-access
-    assert launch._from_str("0:3,1:0") == {0: Std.ALL, 1: Std.NONE}  # pylint: disable=protected-access
-    with pytest.raises(ValueError):
-        launch._from_str("7")  # pylint: disable=protected-access
-    if int(__import__("torch").__version__.split(".")[0]) >= 2:
-        assert not launch.needs_std_fix()
-
-
-# --- S3 retries (the classification and the loop; the real outage is in test_faults.py) ---------------
-
 def _client_error(code, status):
     from botocore.exceptions import ClientError  # pylint: disable=import-outside-toplevel
 

@@ -139,7 +139,7 @@ def test_default_mpijob_launcher_and_workers():
     launcher = ctr(job, "Launcher")
     command = launcher["command"]
     assert command[:5] == ["mpirun", "-np", "2", "--hostfile", "/etc/mpi/hostfile"]
-    assert command[5:8] == ["--mca", "plm_rsh_args", "-p 2222 -o ConnectionAttempts=10"]
+    assert command[5:8] == ["--mca", "plm_rsh_args", "-p 2222"]
     assert "MASTER_ADDR" in forwarded(command) and "MASTER_PORT" in forwarded(command)
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in launcher["env"]}
     assert env["MASTER_ADDR"] == "trainfleet-digits-mpi-worker-0.trainfleet-digits-mpi.trainfleet.svc"
@@ -164,7 +164,7 @@ def test_np_is_workers_times_slots_and_master_addr_follows_name_and_namespace():
                         mpijob_master_port=23456, mpijob_ssh_port=2022)
     command = ctr(job, "Launcher")["command"]
     assert command[1:3] == ["-np", "12"]
-    assert command[7] == "-p 2022 -o ConnectionAttempts=10"
+    assert command[7] == "-p 2022"
     env = {e["name"]: e.get("value") for e in ctr(job, "Launcher")["env"]}
     assert env["MASTER_ADDR"] == "mpi-run-worker-0.mpi-run.team-a.svc"
     assert env["MASTER_PORT"] == "23456"

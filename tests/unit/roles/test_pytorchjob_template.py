@@ -270,7 +270,7 @@ def test_static_master_worker_cpu_job():
     for rtype in ("Master", "Worker"):
         c = container(job, rtype)
         assert c["image"] == IMAGE
-        assert c["command"] == ["torchrun"]  # in the trainer image its fixed torchrun (trainer/bin/torchrun)
+        assert c["command"] == ["torchrun"]
         # torchrun takes nnodes/node rank/master addr+port from the operator's PET_* variables
         assert c["args"] == [
             "--nproc_per_node=1", "-m", "trainer.train",
