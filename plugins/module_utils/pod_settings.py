@@ -12,7 +12,9 @@ DaemonSet, and module_utils/torchx_request.py calls it for TorchX's Volcano Job:
   the user gives for either key wins);
 - ``resources``: requests and limits (cpu/memory as strings; nvidia.com/gpu, aws.amazon.com/neuron,
   vpc.amazonaws.com/efa as ints with request == limit);
-- ``volumes``: the claim (``data``), the memory-backed /dev/shm (``dshm``), then the user's;
+- ``volumes``: the claim (``data``), the memory-backed /dev/shm (``dshm``), the user's code
+  (``script``: the ConfigMap of trainjob_script_dir, read-only, module_utils/script_dir.py), then
+  the user's;
 - ``pod_security_context`` / ``container_security_context``: the restricted defaults with the
   user's keys merged over them the way Ansible's ``combine(recursive=true)`` does;
 - ``output_dir``, ``trainer_args``, ``trainer_env``: the trainer's --output-dir, arguments and
@@ -69,6 +71,8 @@ DEFAULTS = {
     "shm_size": "",
     "extra_volumes": [],
     "extra_volume_mounts": [],
+    "script_configmap": "",
+    "script_mount_path": "/opt/script",
     "trainer_output_dir": "",
     "s3_bucket": "",
     "s3_prefix": "training",
@@ -196,8 +200,10 @@ def resources(cpu_request, memory_request, cpu_limit="", memory_limit="", gpus=0
     return result
 
 
-def volumes(pvc_claim_name, pvc_mount_path, pvc_read_only, shm_size, extra_volumes, extra_volume_mounts):
-    """(volumes, volume mounts): the claim as `data`, /dev/shm as `dshm`, then the extra ones."""
+def volumes(pvc_claim_name, pvc_mount_path, pvc_read_only, shm_size, extra_volumes, extra_volume_mounts,  # pylint: disable=too-many-arguments
+            script_configmap="", script_mount_path="/opt/script"):
+    """(volumes, volume mounts): the claim as `data`, /dev/shm as `dshm`, the code's ConfigMap as
+    `script` (read-only, files mode 0444), then the extra ones."""
     vols, mounts = [], []
     if pvc_claim_name:
         read_only = to_bool(pvc_read_only)
@@ -206,6 +212,9 @@ def volumes(pvc_claim_name, pvc_mount_path, pvc_read_only, shm_size, extra_volum
     if _text(shm_size):
         vols.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": _text(shm_size)}})
         mounts.append({"name": "dshm", "mountPath": SHM_MOUNT_PATH})
+    if _text(script_configmap):
+        vols.append({"name": "script", "configMap": {"name": _text(script_configmap), "defaultMode": 0o444}})
+        mounts.append({"name": "script", "mountPath": _text(script_mount_path), "readOnly": True})
     return (vols + _list(extra_volumes, "extra_volumes"),
             mounts + _list(extra_volume_mounts, "extra_volume_mounts"))
 
@@ -308,7 +317,7 @@ def pod_settings(settings):
     """
     s = _settings(settings)
     vols, mounts = volumes(s["pvc_claim_name"], s["pvc_mount_path"], s["pvc_read_only"], s["shm_size"],
-                           s["extra_volumes"], s["extra_volume_mounts"])
+                           s["extra_volumes"], s["extra_volume_mounts"], s["script_configmap"], s["script_mount_path"])
     out = output_dir(s["trainer_output_dir"], s["s3_bucket"], s["s3_prefix"], s["name"])
     return {
         "tolerations": node_lost_tolerations(s["tolerations"], s["node_lost_toleration_seconds"]),

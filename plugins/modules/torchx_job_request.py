@@ -58,6 +58,8 @@ options:
   neuron_devices: {type: int, default: 0, description: aws.amazon.com/neuron per pod (request = limit).}
   efa_devices: {type: int, default: 0, description: vpc.amazonaws.com/efa per pod (request = limit).}
   shm_size: {type: str, default: '', description: sizeLimit of TorchX's /dev/shm emptyDir; empty for none.}
+  script_configmap: {type: str, default: '', description: ConfigMap of trainjob_script_dir mounted read-only as volume script; empty for none.}
+  script_mount_path: {type: str, default: /opt/script, description: Where the pods see that ConfigMap's files.}
   node_selector: {type: dict, default: {}, description: Node selector.}
   tolerations: {type: list, elements: dict, default: [], description: Tolerations.}
   node_lost_toleration_seconds:
@@ -183,6 +185,8 @@ def argspec():
         neuron_devices=dict(type="int", default=0),
         efa_devices=dict(type="int", default=0),
         shm_size=dict(type="str", default=""),
+        script_configmap=dict(type="str", default=""),
+        script_mount_path=dict(type="str", default="/opt/script"),
         node_selector=dict(type="dict", default={}),
         tolerations=dict(type="list", elements="dict", default=[]),
         node_lost_toleration_seconds=dict(type="int"),

@@ -157,6 +157,10 @@ CASES = [
     case("train", "aws", "trainjob_manifest_dest", "MANIFEST_ESCAPE", extra=TRAIN),
     case("train", "aws", "trainjob_log_dest", "/tmp/../etc/trainfleet.log", extra=TRAIN),
     case("train", "aws", "trainjob_pvc_mount_path", "/data/../etc", extra=TRAIN),
+    # your own code: a directory we would ship into the cluster (/etc, reached by ../), a newline
+    case("train", "aws", "trainjob_script_dir", "../../../../../../etc", extra=TRAIN),
+    case("train", "aws", "trainjob_script_dir", DATASET_DIR + NL, extra=TRAIN),
+    case("train", "aws", "trainjob_script_mount_path", "/opt/../etc", extra=dict(TRAIN, trainjob_script_dir=DATASET_DIR)),
     case("train", "aws", "trainjob_image", IMAGE + NL),
     case("train", "aws", "trainjob_aws_endpoint_url", "http://x" + NL, extra=TRAIN),
     case("train", "aws", "trainjob_env", [{"name": "WANDB_API_KEY", "value": "wandb-literal-secret-0123456789"}],

@@ -630,6 +630,21 @@ def test_pods_meet_the_restricted_pod_security_standard_by_default(overrides):
         assert init["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
+def test_script_dir_is_mounted_read_only_in_every_pod(tmp_path):
+    """trainjob_script_dir: the ConfigMap <job>-script as volume `script`, read-only, files 0444."""
+    job, _manifest = render(trainjob_script_dir=str(tmp_path), trainjob_script_mount_path="/code",
+                            pytorchjob_args=["--nproc_per_node=1", "/code/train.py"])
+    name = job["metadata"]["name"]
+    for rtype in job["spec"]["pytorchReplicaSpecs"]:
+        pod = pod_spec(job, rtype)
+        assert {"name": "script", "configMap": {"name": name + "-script", "defaultMode": 0o444}} in pod["volumes"]
+        assert {"name": "script", "mountPath": "/code", "readOnly": True} in container(job, rtype)["volumeMounts"]
+        assert restricted_violations(pod) == []
+    without, _manifest = render()
+    assert all(v["name"] != "script" for rtype in without["spec"]["pytorchReplicaSpecs"]
+               for v in pod_spec(without, rtype).get("volumes", []))
+
+
 def test_restricted_checker_sees_what_the_opt_ins_allow():
     """The checker above is not vacuous: the opt-in settings are violations."""
     job, _manifest = render_static(
@@ -806,6 +821,8 @@ def _run_role(tmp_path, extra_vars, check=True):
     return _playbook(args, tmp_path)
 
 
+# A directory of flat files (the MPI variant's ssh configuration) for the trainjob_script_dir cases.
+SCRIPT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "trainer", "mpi")
 BAD_INPUTS = {
     "name-not-dns-label": ({"trainjob_name": "Bad_Name"}, "trainjob_name"),
     "name-too-long": ({"trainjob_name": "a" * 49}, "trainjob_name"),
@@ -830,6 +847,15 @@ BAD_INPUTS = {
     "pvc-mount-relative": ({"trainjob_pvc_claim_name": "fsx", "trainjob_pvc_mount_path": "fsx"},
                            "trainjob_pvc_mount_path"),
     "wait-timeout-zero": ({"trainjob_wait_timeout": 0}, "trainjob_wait_timeout"),
+    # your own code: refused before anything is created, naming the variable
+    "script-dir-missing": ({"trainjob_script_dir": "/nonexistent/trainfleet-code"},
+                           'trainjob_script_dir "/nonexistent/trainfleet-code": cannot be read'),
+    "script-dir-with-subdirectories": ({"trainjob_script_dir": "/etc"}, 'trainjob_script_dir "/etc": '),
+    "script-mount-relative": ({"trainjob_script_dir": SCRIPT_DIR, "trainjob_script_mount_path": "code"},
+                              "trainjob_script_mount_path"),
+    "script-mount-system": ({"trainjob_script_dir": SCRIPT_DIR, "trainjob_script_mount_path": "/etc/code"},
+                            "trainjob_script_mount_path"),
+    "script-volume-name-taken": ({"trainjob_extra_volumes": [{"name": "script", "emptyDir": {}}]}, "trainjob_extra_volumes"),
     "replicas-not-int": ({"pytorchjob_worker_replicas": "many"}, "pytorchjob_worker_replicas"),
     "node-lost-seconds-zero": ({"trainjob_node_lost_toleration_seconds": 0}, "trainjob_node_lost_toleration_seconds"),
     "node-lost-seconds-too-long": ({"trainjob_node_lost_toleration_seconds": 3601}, "trainjob_node_lost_toleration_seconds"),
@@ -872,6 +898,7 @@ OPT_IN_INPUTS = {
     "allow-system-namespace": {"trainjob_namespace": "kube-system", "trainjob_allow_system_namespace": True},
     "net-bind-service-needs-no-opt-in": {"trainjob_container_security_context": {"capabilities": {"add": ["NET_BIND_SERVICE"]}}},
     "namespace-default-is-not-a-system-namespace": {"trainjob_namespace": "default"},
+    "script-dir": {"trainjob_script_dir": SCRIPT_DIR, "pytorchjob_args": ["--nproc_per_node=1", "/opt/script/install.sh"]},
     "volcano-gang": {"pytorchjob_scheduler_name": "volcano", "pytorchjob_queue": "team-a", "pytorchjob_worker_replicas": 3,
                      "pytorchjob_min_available": 3},
 }

@@ -127,6 +127,14 @@ EXTRA_MOUNT = {"name": "cache", "mountPath": "/cache"}
                   {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}, EXTRA_VOLUME],
                  [{"name": "data", "mountPath": "/data", "readOnly": False},
                   {"name": "dshm", "mountPath": "/dev/shm"}, EXTRA_MOUNT], id="all-in-order"),
+    pytest.param(("c", "/data", False, "1Gi", [EXTRA_VOLUME], [EXTRA_MOUNT], "job-script", "/code"),
+                 [{"name": "data", "persistentVolumeClaim": {"claimName": "c", "readOnly": False}},
+                  {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
+                  {"name": "script", "configMap": {"name": "job-script", "defaultMode": 0o444}}, EXTRA_VOLUME],
+                 [{"name": "data", "mountPath": "/data", "readOnly": False},
+                  {"name": "dshm", "mountPath": "/dev/shm"},
+                  {"name": "script", "mountPath": "/code", "readOnly": True}, EXTRA_MOUNT], id="script-configmap"),
+    pytest.param(("", "/data", False, "", [], [], "", "/code"), [], [], id="no-script-configmap"),
 ])
 def test_volumes(args, volumes, mounts):
     result = ps.volumes(*args)

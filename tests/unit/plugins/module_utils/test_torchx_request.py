@@ -111,6 +111,18 @@ def test_patch_makes_the_pods_restricted():
         assert pod["volumes"][0]["emptyDir"] == {"medium": "Memory", "sizeLimit": "256Mi"}
 
 
+def test_patch_mounts_the_script_configmap_read_only():
+    """trainjob_script_dir: TorchX cannot say it, the patch adds volume `script` to every pod."""
+    job = _patched(script_configmap="job-script", script_mount_path="/code")
+    for task in job["spec"]["tasks"]:
+        pod = task["template"]["spec"]
+        assert pod["volumes"][-1] == {"name": "script", "configMap": {"name": "job-script", "defaultMode": 0o444}}
+        assert pod["containers"][0]["volumeMounts"][-1] == {"name": "script", "mountPath": "/code", "readOnly": True}
+    for task in _patched()["spec"]["tasks"]:
+        pod = task["template"]["spec"]
+        assert all(volume["name"] != "script" for volume in pod["volumes"])
+
+
 def test_patch_credentials_come_from_the_secret_only():
     job = _patched()
     for container in _containers(job):

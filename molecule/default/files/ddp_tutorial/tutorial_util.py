@@ -1,0 +1,2 @@
+"""A second file of the tutorial's directory: the script imports it from beside itself."""
+STEPS = 20
