@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import json
 import os
 import re
 import stat
@@ -37,7 +38,8 @@ def _fail(path, why):
 
 
 def _quote(value):
-    return '"%s"' % str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """The value as to_json quotes it in the other preflight messages."""
+    return json.dumps(str(value), ensure_ascii=False)
 
 
 def read_script_dir(path, limit=LIMIT_BYTES):

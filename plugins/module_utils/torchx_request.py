@@ -256,13 +256,13 @@ def patch_job(job, spec, unique_id):
         container["env"] = _env(spec, container.get("env"))
         container["resources"] = _resources(spec)
         container["securityContext"] = container_security_context(spec)
-        if spec.get("script_configmap"):
-            # trainjob_script_dir: TorchX's AppDef cannot mount a ConfigMap, so it is added here,
-            # as pod_settings.volumes adds it for the other launchers.
-            pod.setdefault("volumes", []).append(
-                {"name": "script", "configMap": {"name": spec["script_configmap"], "defaultMode": 0o444}})
-            container.setdefault("volumeMounts", []).append(
-                {"name": "script", "mountPath": spec.get("script_mount_path") or "/opt/script", "readOnly": True})
+        # trainjob_script_dir: TorchX's AppDef cannot mount a ConfigMap, so the volume the other
+        # launchers get from pod_settings.volumes is added here, from the same function.
+        script_volumes, script_mounts = pod_settings.volumes(
+            "", "", False, "", [], [], spec.get("script_configmap") or "", spec.get("script_mount_path") or "/opt/script")
+        if script_volumes:
+            pod.setdefault("volumes", []).extend(script_volumes)
+            container.setdefault("volumeMounts", []).extend(script_mounts)
     return job
 
 
