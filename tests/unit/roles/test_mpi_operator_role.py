@@ -56,7 +56,8 @@ def template_vars(tmp_path, **overrides):
                      mpi_operator_module=MODULE, mpi_operator_version=VERSION, mpi_operator_namespace="mpi-operator",
                      mpi_operator_deployment="mpi-operator", mpi_operator_gang_scheduler="",
                      mpi_operator_resources={"requests": {"cpu": "50m", "memory": "64Mi"}},
-                     mpi_operator_base_image="trainfleet/debian-base:bookworm", mpi_operator_package="cmd/mpi-operator")
+                     mpi_operator_base_image="trainfleet/debian-base:bookworm", mpi_operator_package="cmd/mpi-operator",
+                     mpi_operator_node_lost_toleration_seconds=30)
     variables.update(overrides)
     return variables
 
@@ -230,6 +231,8 @@ def test_role_renders_the_v2beta1_controller_restricted(rendered):
     assert container["args"] == ["-logtostderr", "--lock-namespace=mpi-operator", "--gang-scheduling=volcano"]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert spec["securityContext"]["runAsNonRoot"] is True
+    assert sorted((t["key"], t["effect"], t["tolerationSeconds"]) for t in spec["tolerations"]) == [
+        ("node.kubernetes.io/not-ready", "NoExecute", 30), ("node.kubernetes.io/unreachable", "NoExecute", 30)]
     assert by_kind(ours, "Namespace")[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     assert all(d["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "trainfleet" for d in ours)
 

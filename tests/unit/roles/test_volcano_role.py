@@ -316,6 +316,17 @@ def test_role_renders_the_release_manifest(rendered):
     images = sorted(c["image"] for d in resources if d["kind"] == "Deployment" for c in d["spec"]["template"]["spec"]["containers"])
     assert images == sorted("trainfleet/vc-%s:%s-r1" % (c, VERSION) for c in COMPONENTS)
     assert all(d["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "trainfleet" for d in resources)
+    # A lost node: each component leaves it after 30 s, not Kubernetes' 300.
+    for deployment in (d for d in resources if d["kind"] == "Deployment"):
+        tolerations = deployment["spec"]["template"]["spec"]["tolerations"]
+        assert sorted((t["key"], t["effect"], t["tolerationSeconds"]) for t in tolerations) == [
+            ("node.kubernetes.io/not-ready", "NoExecute", 30), ("node.kubernetes.io/unreachable", "NoExecute", 30)], deployment["metadata"]["name"]
+    # Only the pods the Volcano scheduler places go through its pod check: no other pod creation of
+    # the cluster waits on the admission pod.
+    pods_check = [w for d in webhooks for w in d["webhooks"] if w["clientConfig"]["service"]["path"] == "/pods/validate"]
+    assert [w["matchConditions"] for w in pods_check] == [
+        [{"name": "volcano-scheduled-pods-only", "expression": "object.spec.schedulerName == 'volcano'"}]]
+    assert all("matchConditions" not in w for d in webhooks for w in d["webhooks"] if w not in pods_check)
 
 
 @pytest.mark.parametrize("job", ["gang-fits", "gang-too-big"])
