@@ -7,8 +7,9 @@
 ``path`` on the machine that runs Ansible and returns the ConfigMap that carries them: UTF-8 files
 under ``data``, others (base64) under ``binaryData``. The pods mount it read-only (pod_settings.py,
 volume ``script``). It refuses, naming trainjob_script_dir and quoting the value:
-- a path that is not a directory, or holds a subdirectory (other than ``__pycache__`` and dot
-  entries, which are left out) or a symbolic link (it could point anywhere on this machine);
+- a path that is not a directory (the path itself may be a symbolic link to one: you named it), or
+  that holds a subdirectory (other than ``__pycache__`` and dot entries, which are left out) or a
+  symbolic link (it could point anywhere on this machine; files are opened with O_NOFOLLOW);
 - a file name that is not a ConfigMap key (letters, digits, ``-``, ``_``, ``.``);
 - no file at all, or more than LIMIT_BYTES in all: a ConfigMap holds at most 1 MiB, names and
   metadata included. Larger code belongs in an image built FROM the trainer image.
@@ -48,7 +49,7 @@ def read_script_dir(path, limit=LIMIT_BYTES):
         _fail(path, "must be the path of a local directory (no control characters)")
     full = os.path.abspath(os.path.expanduser(path))
     try:
-        info = os.lstat(full)
+        info = os.stat(full)
     except OSError as exc:
         _fail(path, "cannot be read (%s)" % (exc.strerror or exc))
     if not stat.S_ISDIR(info.st_mode):
@@ -68,7 +69,12 @@ def read_script_dir(path, limit=LIMIT_BYTES):
             _fail(path, "%s is not a regular file" % _quote(entry))
         if not KEY_RE.match(entry):
             _fail(path, "the file name %s is not a ConfigMap key (letters, digits, '-', '_' and '.')" % _quote(entry))
-        with open(file_path, "rb") as handle:
+        # O_NOFOLLOW: a file swapped for a symbolic link after the check above is refused, not followed.
+        try:
+            handle = os.fdopen(os.open(file_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb")
+        except OSError as exc:
+            _fail(path, "%s cannot be read (%s)" % (_quote(entry), exc.strerror or exc))
+        with handle:
             content = handle.read(limit + 1)
         total += len(content) + len(entry)
         if total > limit:

@@ -84,6 +84,25 @@ def test_refused_naming_the_variable_and_quoting_the_value(tmp_path, monkeypatch
         sd.read_script_dir(value)
 
 
+def test_the_directory_itself_may_be_a_symbolic_link(tmp_path):
+    code = _dir(tmp_path, {"train.py": b"pass\n"})
+    link = tmp_path / "latest"
+    link.symlink_to(code)
+    assert sd.read_script_dir(str(link))["files"] == ["train.py"]
+
+
+def test_a_file_swapped_for_a_link_after_the_check_is_not_followed(tmp_path, monkeypatch):
+    secret = tmp_path / "secret"
+    secret.write_text("not yours\n")
+    code = _dir(tmp_path, {"train.py": b"pass\n"})
+    (code / "util.py").symlink_to(secret)
+    real_lstat = os.lstat
+    # the race: the check sees a regular file, the open meets the link
+    monkeypatch.setattr(sd.os, "lstat", lambda p: real_lstat(str(secret)) if str(p).endswith("util.py") else real_lstat(p))
+    with pytest.raises(sd.ScriptDirError, match=r'"util.py" cannot be read'):
+        sd.read_script_dir(str(code))
+
+
 def test_not_a_string():
     with pytest.raises(sd.ScriptDirError, match="must be the path of a local directory"):
         sd.read_script_dir(None)
