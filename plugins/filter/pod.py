@@ -2,7 +2,8 @@
 # Copyright: trainfleet developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the train step's pods: trainjob_pod, a job's pod settings (module_utils/pod_settings.py);
-trainjob_prepull_plan and trainjob_prepull_pods, the image pre-pull's nodes and pods (module_utils/prepull.py)."""
+trainjob_prepull_plan and trainjob_prepull_pods, the image pre-pull's nodes and pods (module_utils/prepull.py);
+node_lost_tolerations, the same node-lost tolerations for the controllers the platform installs."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,6 +11,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.trainfleet.training.plugins.module_utils import pod_settings as _pod_settings
 from ansible_collections.trainfleet.training.plugins.module_utils.pod_settings import PodSettingsError, pod_settings
 from ansible_collections.trainfleet.training.plugins.module_utils.prepull import plan, pod_states
 
@@ -19,6 +21,13 @@ def trainjob_pod(settings):
         return pod_settings(settings)
     except PodSettingsError as exc:
         raise AnsibleFilterError("trainjob_pod: %s" % exc.msg)
+
+
+def node_lost_tolerations(seconds):
+    try:
+        return _pod_settings.node_lost_tolerations([], seconds)
+    except PodSettingsError as exc:
+        raise AnsibleFilterError("node_lost_tolerations: %s" % exc.msg)
 
 
 def trainjob_prepull_plan(nodes, tolerations, image):
@@ -33,4 +42,4 @@ class FilterModule(object):
 
     def filters(self):
         return {"trainjob_pod": trainjob_pod, "trainjob_prepull_plan": trainjob_prepull_plan,
-                "trainjob_prepull_pods": trainjob_prepull_pods}
+                "trainjob_prepull_pods": trainjob_prepull_pods, "node_lost_tolerations": node_lost_tolerations}

@@ -25,6 +25,7 @@ import yaml
 
 from ansible.plugins.filter.core import FilterModule as CoreFilters
 from ansible.plugins.test.core import TestModule as CoreTests
+from ansible_collections.trainfleet.training.plugins.filter.pod import FilterModule as PodFilters
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "training_operator")
@@ -40,6 +41,7 @@ def _render(name, **variables):
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")),
                              trim_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters.update(CoreFilters().filters())
+    env.filters.update(("trainfleet.training." + name, f) for name, f in PodFilters().filters().items())
     env.tests.update(CoreTests().tests())
 
     def lookup(kind, name):

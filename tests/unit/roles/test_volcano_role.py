@@ -32,6 +32,7 @@ import yaml
 
 from ansible.plugins.filter.core import FilterModule as CoreFilters
 from ansible.plugins.test.core import TestModule as CoreTests
+from ansible_collections.trainfleet.training.plugins.filter.pod import FilterModule as PodFilters
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "volcano")
@@ -57,6 +58,7 @@ def render(name, **variables):
     core = CoreFilters().filters()
     # The Ansible filters the templates use; everything else (default, int, dictsort) is Jinja2's own.
     env.filters.update({name: core[name] for name in ("to_json", "hash", "relpath", "basename")})
+    env.filters.update(("trainfleet.training." + name, f) for name, f in PodFilters().filters().items())
     env.tests.update(CoreTests().tests())
     return env.get_template(name).render(ansible_managed="managed", **variables)
 

@@ -1,5 +1,6 @@
 # -*- coding: utf-8 -*-
-"""Filter trainjob_pod (plugins/filter/pod.py): module_utils/pod_settings.pod_settings as a filter."""
+"""Filters of plugins/filter/pod.py: trainjob_pod (module_utils/pod_settings.pod_settings as a filter),
+the pre-pull filters and node_lost_tolerations."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainfleet.training.plugins.filter.pod import (
-    FilterModule, trainjob_pod, trainjob_prepull_plan, trainjob_prepull_pods)
+    FilterModule, node_lost_tolerations, trainjob_pod, trainjob_prepull_plan, trainjob_prepull_pods)
 from ansible_collections.trainfleet.training.plugins.module_utils import pod_settings as ps
 
 SETTINGS = {"name": "job", "cpu_request": "1", "memory_request": "2Gi", "run_as_user": 10001, "run_as_group": 10001,
@@ -17,7 +18,17 @@ SETTINGS = {"name": "job", "cpu_request": "1", "memory_request": "2Gi", "run_as_
 
 def test_the_filter_is_registered():
     assert FilterModule().filters() == {"trainjob_pod": trainjob_pod, "trainjob_prepull_plan": trainjob_prepull_plan,
-                                        "trainjob_prepull_pods": trainjob_prepull_pods}
+                                        "trainjob_prepull_pods": trainjob_prepull_pods,
+                                        "node_lost_tolerations": node_lost_tolerations}
+
+
+def test_node_lost_tolerations_are_the_train_steps_own():
+    assert node_lost_tolerations(30) == ps.node_lost_tolerations([], 30) == [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}]
+    assert node_lost_tolerations("45")[0]["tolerationSeconds"] == 45
+    with pytest.raises(AnsibleFilterError, match=r"node_lost_tolerations: node_lost_toleration_seconds must be an integer, got 'soon'"):
+        node_lost_tolerations("soon")
 
 
 def test_the_filter_returns_pod_settings():
