@@ -27,11 +27,12 @@ xdist() { if [ "$WORKERS" -gt 1 ] 2>/dev/null; then echo "-n $WORKERS --dist $1"
 # speeds up the other lane too.
 CLOCKS=$REPORTS/suite-times.tsv
 # CPU seconds of the children this shell has waited for (bash's times, second line); `times` runs in
-# this shell (a command substitution would be a new process with no children yet).
+# this shell (a command substitution would be a new process with no children yet), into a file of
+# this process's own (the live lane is another test.sh writing beside it).
 cpu_now() {
-  times > "$REPORTS/.times"
+  times > "$REPORTS/.times.$$"
   CPU_NOW=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, t, "m"); sub("s", "", t[2]); s += t[1] * 60 + t[2] }
-                 printf "%d", s }' "$REPORTS/.times")
+                 printf "%d", s }' "$REPORTS/.times.$$")
 }
 timed() {
   local name=$1 start rc=0 cpu_start

@@ -259,7 +259,8 @@ def patch_job(job, spec, unique_id):
         # trainjob_script_dir: TorchX's AppDef cannot mount a ConfigMap, so the volume the other
         # launchers get from pod_settings.volumes is added here, from the same function.
         script_volumes, script_mounts = pod_settings.volumes(
-            "", "", False, "", [], [], spec.get("script_configmap") or "", spec.get("script_mount_path") or "/opt/script")
+            pvc_claim_name="", pvc_mount_path="", pvc_read_only=False, shm_size="", extra_volumes=[], extra_volume_mounts=[],
+            script_configmap=spec.get("script_configmap") or "", script_mount_path=spec.get("script_mount_path") or "/opt/script")
         if script_volumes:
             pod.setdefault("volumes", []).extend(script_volumes)
             container.setdefault("volumeMounts", []).extend(script_mounts)
