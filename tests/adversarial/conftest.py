@@ -204,6 +204,25 @@ def world(tmp_path_factory):
         cluster.close()
 
 
+# Files whose tests share a module fixture that runs playbooks (test_no_secret_in_output.py: three
+# -vvv runs, about two minutes): pytest-xdist must hand all of a file's tests to one process, in one
+# go, or each process (and each return to the file) runs the fixture again. Every other test goes
+# out one by one.
+WHOLE_FILES = ("test_no_secret_in_output.py",)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """With -n: LoadScope scheduling whose scope is the file for WHOLE_FILES, the test otherwise."""
+    from xdist.scheduler import LoadScopeScheduling  # pylint: disable=import-outside-toplevel
+
+    class WholeFilesScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            path = nodeid.split("::", 1)[0]
+            return path if path.endswith(WHOLE_FILES) else nodeid
+
+    return WholeFilesScheduling(config, log)
+
+
 def _controller(session):
     return not hasattr(session.config, "workerinput")
 
