@@ -256,14 +256,20 @@ def patch_job(job, spec, unique_id):
         container["env"] = _env(spec, container.get("env"))
         container["resources"] = _resources(spec)
         container["securityContext"] = container_security_context(spec)
-        # trainjob_script_dir: TorchX's AppDef cannot mount a ConfigMap, so the volume the other
-        # launchers get from pod_settings.volumes is added here, from the same function.
-        script_volumes, script_mounts = pod_settings.volumes(
-            pvc_claim_name="", pvc_mount_path="", pvc_read_only=False, shm_size="", extra_volumes=[], extra_volume_mounts=[],
+        # The claim (trainjob_pvc_claim_name), the code's ConfigMap (trainjob_script_dir) and the extra
+        # volumes: the AppDef this module builds mounts none of them, so the volumes the other
+        # launchers get from pod_settings.volumes are added here, from the same function (TorchX
+        # renders /dev/shm itself: shm_size above).
+        more_volumes, more_mounts = pod_settings.volumes(
+            pvc_claim_name=spec.get("pvc_claim_name") or "", pvc_mount_path=spec.get("pvc_mount_path") or "",
+            pvc_read_only=spec.get("pvc_read_only") or False, shm_size="",
+            extra_volumes=copy.deepcopy(spec.get("extra_volumes") or []),
+            extra_volume_mounts=copy.deepcopy(spec.get("extra_volume_mounts") or []),
             script_configmap=spec.get("script_configmap") or "", script_mount_path=spec.get("script_mount_path") or "/opt/script")
-        if script_volumes:
-            pod.setdefault("volumes", []).extend(script_volumes)
-            container.setdefault("volumeMounts", []).extend(script_mounts)
+        if more_volumes:
+            pod.setdefault("volumes", []).extend(more_volumes)
+        if more_mounts:
+            container.setdefault("volumeMounts", []).extend(more_mounts)
     return job
 
 

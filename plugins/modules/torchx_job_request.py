@@ -60,6 +60,11 @@ options:
   shm_size: {type: str, default: '', description: sizeLimit of TorchX's /dev/shm emptyDir; empty for none.}
   script_configmap: {type: str, default: '', description: ConfigMap of trainjob_script_dir mounted read-only as volume script; empty for none.}
   script_mount_path: {type: str, default: /opt/script, description: Where the pods see that ConfigMap's files.}
+  pvc_claim_name: {type: str, default: '', description: PersistentVolumeClaim mounted as volume data in every pod; empty for none.}
+  pvc_mount_path: {type: str, default: /data, description: Where the pods see the claim.}
+  pvc_read_only: {type: bool, default: false, description: Mount the claim read-only.}
+  extra_volumes: {type: list, elements: dict, default: [], description: 'More pod volumes, none named data, dshm or script.'}
+  extra_volume_mounts: {type: list, elements: dict, default: [], description: Their mounts in the trainer container.}
   node_selector: {type: dict, default: {}, description: Node selector.}
   tolerations: {type: list, elements: dict, default: [], description: Tolerations.}
   node_lost_toleration_seconds:
@@ -187,6 +192,11 @@ def argspec():
         shm_size=dict(type="str", default=""),
         script_configmap=dict(type="str", default=""),
         script_mount_path=dict(type="str", default="/opt/script"),
+        pvc_claim_name=dict(type="str", default=""),
+        pvc_mount_path=dict(type="str", default="/data"),
+        pvc_read_only=dict(type="bool", default=False),
+        extra_volumes=dict(type="list", elements="dict", default=[]),
+        extra_volume_mounts=dict(type="list", elements="dict", default=[]),
         node_selector=dict(type="dict", default={}),
         tolerations=dict(type="list", elements="dict", default=[]),
         node_lost_toleration_seconds=dict(type="int"),

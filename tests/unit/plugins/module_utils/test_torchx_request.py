@@ -123,6 +123,25 @@ def test_patch_mounts_the_script_configmap_read_only():
         assert all(volume["name"] != "script" for volume in pod["volumes"])
 
 
+def test_patch_mounts_the_claim_and_the_extra_volumes_in_every_pod():
+    """trainjob_pvc_claim_name and trainjob_extra_volumes reach the TorchX pods as they reach a PyTorchJob's."""
+    extra = [{"name": "cache", "emptyDir": {}}]
+    mounts = [{"name": "cache", "mountPath": "/cache"}]
+    job = _patched(pvc_claim_name="trainfleet-data", pvc_mount_path="/data", pvc_read_only=True,
+                   extra_volumes=extra, extra_volume_mounts=mounts)
+    for task in job["spec"]["tasks"]:
+        pod = task["template"]["spec"]
+        assert [v["name"] for v in pod["volumes"]] == ["dshm", "data", "cache"]
+        assert pod["volumes"][1] == {"name": "data", "persistentVolumeClaim": {"claimName": "trainfleet-data", "readOnly": True}}
+        assert pod["containers"][0]["volumeMounts"] == [{"mountPath": "/dev/shm", "name": "dshm"},
+                                                        {"name": "data", "mountPath": "/data", "readOnly": True},
+                                                        {"name": "cache", "mountPath": "/cache"}]
+    # each pod its own copies: no YAML anchors, no shared dicts between the tasks
+    first, second = [task["template"]["spec"]["volumes"][2] for task in job["spec"]["tasks"]]
+    assert first == second and first is not second
+    assert [v["name"] for v in _patched()["spec"]["tasks"][0]["template"]["spec"]["volumes"]] == ["dshm"]
+
+
 def test_patch_credentials_come_from_the_secret_only():
     job = _patched()
     for container in _containers(job):
