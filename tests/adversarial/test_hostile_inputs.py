@@ -296,6 +296,7 @@ CASES = [
     case("registry", "local", "local_registry_bind_address", "10.0.0.5", check=True),
     case("registry", "local", "local_registry_name", "registry" + NL, check=True),
     case("cluster", "local", "kind_cluster_state", "bogus", check=True),
+    case("cluster", "local", "kind_cluster_coredns_node_lost_toleration_seconds", 0, check=True),
     # the shared directory is mounted over that path on every node: never a system directory
     case("cluster", "local", "kind_cluster_shared_path", "/var/lib/containerd", check=True),
     case("cluster", "local", "kind_cluster_shared_path", "/var/local/../../etc", check=True),
