@@ -1,7 +1,8 @@
 """Throughput benchmark: samples/s of the trainer on the synthetic dataset with 1 and 2 processes.
 
 ``make bench-trainer`` runs ``python trainer/bench.py`` from the repo root. Each configuration is a
-real torchrun (standalone, gloo on CPU) of ``trainer.train``; samples/s is the median over the
+real torchrun (standalone) of ``trainer.train`` on --device (default cpu, gloo: on a machine with one GPU
+two processes would need two GPUs; benchmarks/trainer_gpu.py measures a GPU); samples/s is the median over the
 epochs after the first (warm-up). Scaling efficiency = samples/s(N) / (N * samples/s(1)).
 No numbers are asserted anywhere: throughput depends on the machine and its load.
 """
@@ -31,6 +32,8 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=256, help="per-process batch size (default: %(default)s)")
     p.add_argument("--epochs", type=int, default=4, help="epochs per run; the first is warm-up (default: %(default)s)")
     p.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS per process (default: %(default)s)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cpu (gloo) or cuda (nccl; one GPU per process) (default: %(default)s)")
     p.add_argument("--timeout", type=float, default=900, help="seconds allowed per run (default: %(default)s)")
     return p.parse_args(argv)
 
@@ -40,7 +43,8 @@ def run_once(nproc, args, workdir):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc), "--max_restarts", "0",
            "-m", "trainer.train", "--dataset", "synthetic", "--synthetic-samples", str(args.samples),
            "--synthetic-features", str(args.features), "--hidden", args.hidden, "--batch-size", str(args.batch_size),
-           "--epochs", str(args.epochs), "--output-dir", os.path.join(workdir, f"out-{nproc}"), "--timeout-s", "300"]
+           "--epochs", str(args.epochs), "--output-dir", os.path.join(workdir, f"out-{nproc}"), "--timeout-s", "300",
+           "--device", args.device]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), OMP_NUM_THREADS=str(args.threads), MPLBACKEND="Agg")
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=args.timeout, check=False)
@@ -57,7 +61,7 @@ def main(argv=None):
     args = parse_args(argv)
     nprocs = [int(n) for n in args.nprocs.split(",") if n.strip()]
     print(f"trainer bench: synthetic {args.samples}x{args.features}, mlp {args.hidden}, batch {args.batch_size}/process, "
-          f"{args.epochs} epochs (first is warm-up), OMP_NUM_THREADS={args.threads}, {os.cpu_count()} CPUs", flush=True)
+          f"{args.epochs} epochs (first is warm-up), device {args.device}, OMP_NUM_THREADS={args.threads}, {os.cpu_count()} CPUs", flush=True)
     results = {}
     with tempfile.TemporaryDirectory(prefix="trainfleet-bench-") as workdir:
         for nproc in nprocs:

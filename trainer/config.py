@@ -13,9 +13,17 @@ from typing import Optional
 
 from trainer.storage import StorageError, check_local_dir_writable, is_s3_uri, parse_s3_uri
 
-DATASETS_HELP = "digits | synthetic | dir:PATH | s3://bucket/prefix"
+DATASETS_HELP = "digits | synthetic | corpus | dir:PATH | s3://bucket/prefix"
 DATA_SUFFIXES = (".npz", ".csv")
-MODELS = ("mlp", "cnn")
+MODELS = ("mlp", "cnn", "transformer")
+# The transformer's sizes (trainer.model.TRANSFORMER_SIZES holds their shapes) and the datasets it reads:
+# corpus (trainer.text: the stdlib's docstrings as byte tokens) and synthetic (random tokens, for benchmarks).
+MODEL_SIZES = ("tiny", "small", "base")
+TEXT_DATASETS = ("corpus", "synthetic")
+MAX_SEQ_LEN = 4096
+MAX_CORPUS_BYTES = 64 << 20
+# fp32: plain float32; tf32: float32 with TensorFloat-32 matrix products (CUDA); bf16: bfloat16 autocast.
+PRECISIONS = ("fp32", "tf32", "bf16")
 OPTIMIZERS = ("sgd", "adam", "adamw")
 BACKENDS = ("auto", "gloo", "nccl")
 DEVICES = ("auto", "cpu", "cuda")
@@ -86,6 +94,11 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
     normalize: bool = True
     model: str = "mlp"
     hidden: list[int] = field(default_factory=lambda: [128, 64])
+    model_size: str = "tiny"
+    seq_len: int = 128
+    corpus_bytes: int = 2 << 20
+    precision: str = "fp32"
+    compile: bool = False
     optimizer: str = "adam"
     lr: float = 1e-3
     momentum: float = 0.9
@@ -119,6 +132,13 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
             raise ConfigError("--model", f"expected one of {', '.join(MODELS)}, got {self.model!r}")
         if not self.hidden or any(isinstance(h, bool) or not isinstance(h, int) or h <= 0 for h in self.hidden):
             raise ConfigError("--hidden", f"expected comma-separated positive integers such as 128,64, got {self.hidden!r}")
+        self._check_text()
+        if self.precision not in PRECISIONS:
+            raise ConfigError("--precision", f"expected one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.precision == "tf32" and self.device == "cpu":
+            raise ConfigError("--precision", "expected fp32 or bf16 with --device cpu (tf32 is a CUDA matrix mode)")
+        if not isinstance(self.compile, bool):
+            raise ConfigError("--compile", f"expected true or false, got {self.compile!r}")
         if self.model == "cnn":
             features = {"digits": DIGITS_FEATURES, "synthetic": self.synthetic_features}.get(self.dataset)
             if features is not None and math.isqrt(features) ** 2 != features:
@@ -160,9 +180,21 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
         if self.s3_endpoint_url is not None and not self.s3_endpoint_url.startswith(("http://", "https://")):
             raise ConfigError("--s3-endpoint-url", f"expected an http:// or https:// URL, got {self.s3_endpoint_url!r}")
 
+    def _check_text(self):
+        if self.model == "transformer":
+            if self.dataset not in TEXT_DATASETS:
+                raise ConfigError("--dataset", f"the transformer reads text: expected one of {', '.join(TEXT_DATASETS)}, got {self.dataset!r}")
+            if self.model_size not in MODEL_SIZES:
+                raise ConfigError("--model-size", f"expected one of {', '.join(MODEL_SIZES)}, got {self.model_size!r}")
+            _positive_int("--corpus-bytes", self.corpus_bytes, MAX_CORPUS_BYTES)
+            if isinstance(self.seq_len, bool) or not isinstance(self.seq_len, int) or not 8 <= self.seq_len <= MAX_SEQ_LEN:
+                raise ConfigError("--seq-len", f"expected an integer between 8 and {MAX_SEQ_LEN}, got {self.seq_len!r}")
+        elif self.dataset == "corpus":
+            raise ConfigError("--dataset", f"corpus is text: expected --model transformer with it, got --model {self.model!r}")
+
     def _check_dataset(self):
         value = self.dataset
-        if value in ("digits", "synthetic"):
+        if value in ("digits", "synthetic", "corpus"):
             return
         if value.startswith("dir:"):
             path = value[len("dir:"):]
@@ -226,6 +258,14 @@ def build_parser():
     g = p.add_argument_group("model and optimisation")
     g.add_argument("--model", default=default("model"), help=f"{' | '.join(MODELS)} (default: %(default)s)")
     g.add_argument("--hidden", type=_hidden_list, default=default("hidden"), help="hidden layer sizes, comma-separated (default: 128,64)")
+    g.add_argument("--model-size", default=default("model_size"),
+                   help=f"transformer: {' | '.join(MODEL_SIZES)} (default: %(default)s)")
+    g.add_argument("--seq-len", type=int, default=default("seq_len"), help="transformer: tokens per sequence (default: %(default)s)")
+    g.add_argument("--corpus-bytes", type=int, default=default("corpus_bytes"),
+                   help="transformer on corpus: bytes of text read (the stdlib's docstrings hold 1-2 MB) (default: %(default)s)")
+    g.add_argument("--precision", default=default("precision"),
+                   help=f"{' | '.join(PRECISIONS)}; bf16 = bfloat16 autocast, tf32 = TensorFloat-32 matrix products on CUDA (default: %(default)s)")
+    g.add_argument("--compile", action="store_true", help="torch.compile the model (needs a C compiler on CPU, Triton on CUDA)")
     g.add_argument("--optimizer", default=default("optimizer"), help=f"{' | '.join(OPTIMIZERS)} (default: %(default)s)")
     g.add_argument("--lr", type=float, default=default("lr"), help="learning rate (default: %(default)s)")
     g.add_argument("--momentum", type=float, default=default("momentum"), help="sgd momentum (default: %(default)s)")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from trainer import text
 from trainer.config import DATA_SUFFIXES, data_files
 from trainer.storage import parse_s3_uri, s3_client
 
@@ -177,7 +178,8 @@ def split_arrays(x, y, test_fraction, seed, normalize=True):
         raise DataError(f"{n} samples cannot be split with test fraction {test_fraction}: both parts need >= 1 sample")
     perm = np.random.default_rng(seed).permutation(n)
     test_idx, train_idx = perm[:n_test], perm[n_test:]
-    x = x.astype(np.float32)
+    if x.dtype != np.int64:  # token ids (text_split) stay integers
+        x = x.astype(np.float32)
     if normalize:
         mean = x[train_idx].mean(axis=0)
         std = x[train_idx].std(axis=0)
@@ -206,14 +208,23 @@ def load_arrays(cfg, local_dir=None):
     return load_dir_arrays(local_dir)
 
 
+def text_split(tokens, seq_len, test_fraction, seed):
+    """Next-token windows of ``tokens`` (trainer.text.windows), split like split_arrays; x and y are
+    (windows, seq_len) token ids and num_classes is the vocabulary."""
+    x, y = text.windows(tokens, seq_len)
+    if len(x) < 2:
+        raise DataError(f"{len(tokens)} tokens make {len(x)} window(s) of {seq_len + 1}: lower --seq-len or bring more text")
+    split = split_arrays(x, y, test_fraction, seed, normalize=False)
+    split.num_classes = text.VOCAB
+    return split
+
+
 def load_split(cfg, local_dir=None):
+    if cfg.model == "transformer":
+        if cfg.dataset == "corpus":
+            tokens = text.tokenize(text.stdlib_docstrings(max_bytes=cfg.corpus_bytes))
+        else:  # synthetic (config allows nothing else for the transformer)
+            tokens = text.synthetic_tokens(cfg.synthetic_samples * (cfg.seq_len + 1), cfg.seed)
+        return text_split(tokens, cfg.seq_len, cfg.test_fraction, cfg.seed)
     x, y = load_arrays(cfg, local_dir)
     return split_arrays(x, y, cfg.test_fraction, cfg.seed, cfg.normalize)
-
-
-def iterate_batches(x, y, indices, batch_size):
-    """Yield (x, y) mini-batches of the given sample indices (fast in-memory batching, no collate)."""
-    index = torch.as_tensor(indices, dtype=torch.long)
-    for start in range(0, len(index), batch_size):
-        batch = index[start:start + batch_size]
-        yield x.index_select(0, batch), y.index_select(0, batch)

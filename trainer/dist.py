@@ -13,6 +13,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from trainer.config import ConfigError
 from trainer.metrics import rank_line
 
 
@@ -116,12 +117,31 @@ def choose_backend(requested, device_choice, cuda_available):
     return requested, use_cuda
 
 
+def local_size(environ=None):
+    """Processes on this node: LOCAL_WORLD_SIZE (torchrun's --nproc-per-node), OMPI_COMM_WORLD_LOCAL_SIZE
+    (mpirun), else 1."""
+    env = os.environ if environ is None else environ
+    if launched_by(env) == LAUNCHER_MPIRUN:
+        return max(1, _env_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1))
+    return max(1, _env_int(env, "LOCAL_WORLD_SIZE", 1))
+
+
+def check_local_gpus(local_rank, processes, gpus):
+    """One GPU per process: more processes on a node than GPUs torch sees there is a ConfigError naming
+    --nproc-per-node (instead of cuda.set_device failing on the rank past the last GPU)."""
+    if processes > gpus or local_rank >= gpus:
+        raise ConfigError("--nproc-per-node", f"{max(processes, local_rank + 1)} processes on this node, but torch sees "
+                                              f"{gpus} GPU(s) here: expected at most {gpus} (one process per GPU), "
+                                              f"or --device cpu")
+
+
 def init(cfg):
     """Start the process group when launched by torchrun or mpirun (env://), with an explicit timeout."""
     rank, local_rank, world_size, group_rank, launched = env_ranks()
     launcher = launched_by()
     backend, use_cuda = choose_backend(cfg.backend, cfg.device, torch.cuda.is_available())
     if use_cuda:
+        check_local_gpus(local_rank, local_size(), torch.cuda.device_count())
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
     else:

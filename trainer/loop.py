@@ -11,19 +11,21 @@ prints a ``trainfleet-warning:`` line and the next epoch snapshots again, whatev
 restart resumes from the last snapshot and writes them again).
 """
 
+import contextlib
+import importlib.util
 import math
 import random
+import shutil
 import time
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DistributedSampler, TensorDataset
 
 from trainer import dist, emit
 from trainer.config import ConfigError
-from trainer.data import DataError, download_s3_dataset, iterate_batches, load_split, s3_cache_path
+from trainer.data import DataError, download_s3_dataset, load_split, s3_cache_path
 from trainer.metrics import (METRICS_NAME, MODEL_NAME, PLOT_NAME, epoch_line, info_line, metrics_jsonl, plot_png, result_line,
                              resume_line, snapshot_failed_line, snapshot_line, stopped_line, storage_retry_line, warning_line)
 from trainer.model import build_model, model_spec
@@ -50,12 +52,85 @@ def seed_everything(seed):
     torch.manual_seed(seed)
 
 
-def make_optimizer(cfg, params):
+def make_optimizer(cfg, params, device=None):
+    """The --optimizer; Adam and AdamW use their fused CUDA kernel on a GPU (one launch per step)."""
     if cfg.optimizer == "sgd":
         return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    fused = {"fused": True} if device is not None and device.type == "cuda" else {}
     if cfg.optimizer == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay, **fused)
+    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, **fused)
+
+
+def set_precision(precision, device):
+    """TF32 matrix products on for --precision tf32, off otherwise (fp32 means fp32); returns the context
+    each forward pass runs in (bf16: bfloat16 autocast)."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+        torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    if precision == "bf16":
+        return lambda: torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext
+
+
+# A dataset goes onto the GPU when it takes at most this share of the GPU's free memory; otherwise it
+# stays in pinned host memory and each batch is copied without blocking (overlapping the last step).
+RESIDENT_SHARE = 0.25
+
+
+def place_data(split, device, log):
+    """Move the split to ``device`` when it fits (RESIDENT_SHARE), else pin it; returns the split."""
+    if device.type != "cuda":
+        return split
+    tensors = ("x_train", "y_train", "x_test", "y_test")
+    need = sum(getattr(split, name).nbytes for name in tensors)
+    free = torch.cuda.mem_get_info(device)[0]
+    resident = need <= free * RESIDENT_SHARE
+    for name in tensors:
+        tensor = getattr(split, name)
+        setattr(split, name, tensor.to(device) if resident else tensor.pin_memory())
+    log(info_line(f"dataset {need / 2**20:.1f} MiB " + (f"resident on {device}" if resident else
+                                                        f"pinned in host memory ({free / 2**20:.0f} MiB free on {device})")))
+    return split
+
+
+def shard_order(samples, world_size, rank, seed, epoch, device=None):
+    """This rank's sample order for an epoch, as a tensor on ``device`` (where the data lives): on the CPU
+    the order torch's DistributedSampler gives (shuffle, drop_last False: the permutation is padded from
+    its start to a multiple of world_size, and rank r takes every world_size-th index from r), without its
+    Python list of every index. On a GPU the permutation is drawn there (seeded the same way, so every
+    rank agrees and a resumed run repeats it; a GPU's stream differs from the CPU's)."""
+    device = device or torch.device("cpu")
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed + epoch)
+    order = torch.randperm(samples, generator=generator, device=device)
+    total = -(-samples // world_size) * world_size
+    if total > samples:
+        order = torch.cat([order, order.repeat(-(-(total - samples) // samples))[:total - samples]])
+    return order[rank:total:world_size]
+
+
+def batches(x, y, indices, batch_size, device):
+    """(x, y, n) mini-batches of ``indices``: gathered where the data lives, copied to ``device`` without
+    blocking when that is elsewhere; n is the batch's sample count (a Python int: no device sync)."""
+    order = torch.as_tensor(indices, dtype=torch.long).to(x.device)
+    for start in range(0, len(indices), batch_size):
+        idx = order[start:start + batch_size]
+        xb, yb = x.index_select(0, idx), y.index_select(0, idx)
+        if xb.device != device:
+            xb = xb.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else xb.to(device)
+            yb = yb.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else yb.to(device)
+        yield xb, yb, min(batch_size, len(indices) - start)
+
+
+def targets_per_sample(y):
+    """Targets in one sample: 1 for a class label, seq_len for a language model's next tokens."""
+    return int(y[0].numel()) if len(y) else 1
+
+
+def flat_loss(loss_fn, logits, yb):
+    """Mean cross-entropy over every target (a label per sample, or a next token per position)."""
+    return loss_fn(logits.reshape(-1, logits.shape[-1]).float(), yb.reshape(-1))
 
 
 def fetch_data(cfg, ctx, log):
@@ -74,19 +149,21 @@ def fetch_data(cfg, ctx, log):
     return s3_cache_path(cfg.dataset, cfg.data_cache_dir)
 
 
-def evaluate(module, split, ctx, batch_size, loss_fn):
-    """(mean loss, accuracy) over the whole test set; each rank takes every world_size-th sample."""
+def evaluate(module, split, ctx, batch_size, loss_fn, autocast=contextlib.nullcontext):
+    """(mean loss, accuracy) over every target of the test set (a language model's: next-token loss and
+    accuracy); each rank takes every world_size-th sample. Sums stay on the device until the end."""
     module.eval()
-    indices = list(range(ctx.rank, len(split.y_test), ctx.world_size))
-    total_loss, correct, count = 0.0, 0.0, 0.0
+    indices = torch.arange(ctx.rank, len(split.y_test), ctx.world_size)
+    per_sample = targets_per_sample(split.y_test)
+    sums = torch.zeros(2, dtype=torch.float64, device=ctx.device)
     with torch.no_grad():
-        for x_cpu, y_cpu in iterate_batches(split.x_test, split.y_test, indices, max(batch_size, 256)):
-            xb, yb = x_cpu.to(ctx.device), y_cpu.to(ctx.device)
-            logits = module(xb)
-            total_loss += loss_fn(logits, yb).item() * len(yb)
-            correct += (logits.argmax(dim=1) == yb).sum().item()
-            count += len(yb)
-    total_loss, correct, count = dist.all_reduce_sum(ctx, [total_loss, correct, count])
+        for xb, yb, n in batches(split.x_test, split.y_test, indices, max(batch_size, 256), ctx.device):
+            with autocast():
+                logits = module(xb)
+            sums[0] += flat_loss(loss_fn, logits, yb).double() * (n * per_sample)
+            sums[1] += (logits.argmax(dim=-1) == yb).sum()
+    total_loss, correct = sums.tolist()
+    total_loss, correct, count = dist.all_reduce_sum(ctx, [total_loss, correct, float(len(indices) * per_sample)])
     return total_loss / count, correct / count
 
 
@@ -126,27 +203,32 @@ def restore(cfg, ctx, model, optimizer, log):
     return snapshot["epoch"] + 1, history
 
 
-def train_epoch(ddp, optimizer, loss_fn, split, sampler, epoch, cfg, ctx):
+def train_epoch(ddp, optimizer, loss_fn, split, epoch, cfg, ctx, autocast=contextlib.nullcontext):
     """One pass over this rank's shard; returns (global mean loss, global samples, seconds of work).
 
-    With --min-epoch-s the epoch is padded to that length (pad_epoch) before its all-reduce."""
-    sampler.set_epoch(epoch)
+    Nothing waits for the device inside the loop: the loss is summed on the device and read once, at the
+    end of the epoch (the epoch's time is taken after that read). With --min-epoch-s the epoch is padded
+    to that length (pad_epoch) before its all-reduce."""
     torch.manual_seed(cfg.seed * 1000003 + epoch)  # stochastic layers: same stream on a resumed run
     ddp.train()
+    per_sample = targets_per_sample(split.y_train)
     start = time.monotonic()
-    loss_sum, samples = 0.0, 0
-    for x_cpu, y_cpu in iterate_batches(split.x_train, split.y_train, list(sampler), cfg.batch_size):
-        xb, yb = x_cpu.to(ctx.device, non_blocking=True), y_cpu.to(ctx.device, non_blocking=True)
+    loss_sum = torch.zeros((), dtype=torch.float64, device=ctx.device)
+    samples = 0
+    order = shard_order(len(split.y_train), ctx.world_size, ctx.rank, cfg.seed, epoch, split.y_train.device)
+    for xb, yb, n in batches(split.x_train, split.y_train, order, cfg.batch_size, ctx.device):
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(ddp(xb), yb)
+        with autocast():
+            loss = flat_loss(loss_fn, ddp(xb), yb)
         loss.backward()
         optimizer.step()
-        loss_sum += loss.item() * len(yb)
-        samples += len(yb)
+        loss_sum.add_(loss.detach(), alpha=n * per_sample)
+        samples += n
+    loss_total = loss_sum.item()
     seconds = time.monotonic() - start
     pad_epoch(cfg.min_epoch_s, seconds)
-    loss_sum, samples = dist.all_reduce_sum(ctx, [loss_sum, float(samples)])
-    return loss_sum / samples, int(samples), seconds
+    loss_total, samples = dist.all_reduce_sum(ctx, [loss_total, float(samples)])
+    return loss_total / (samples * per_sample), int(samples), seconds
 
 
 def pad_epoch(min_epoch_s, seconds, sleep=time.sleep):
@@ -207,6 +289,7 @@ def write_outputs(cfg, ctx, model, spec, history, started, resumed_from, out):
         "restarts": ctx.restart_count,
         "dataset": cfg.dataset,
         "samples_per_s": (sum(r["samples_per_s"] for r in this_run) / len(this_run)) if this_run else None,
+        **({"final_perplexity": math.exp(min(last["test_loss"], 700.0))} if spec["name"] == "transformer" else {}),
     }
 
 
@@ -216,21 +299,25 @@ def run(cfg, ctx):
     log = Logger(ctx, cfg.verbose_ranks)
     split = load_split(cfg, fetch_data(cfg, ctx, log))
     log(info_line(f"dataset={cfg.dataset} train={len(split.y_train)} test={len(split.y_test)} "
-                  f"features={split.num_features} classes={split.num_classes} backend={ctx.backend} device={ctx.device}"))
+                  f"features={split.num_features} classes={split.num_classes} backend={ctx.backend} device={ctx.device} "
+                  f"precision={cfg.precision} compile={str(cfg.compile).lower()}"))
     if cfg.model == "cnn" and split.image_side is None:
         raise ConfigError("--model", f"cnn needs square images, {cfg.dataset} has {split.num_features} features")
+    split = place_data(split, ctx.device, log)
+    autocast = set_precision(cfg.precision, ctx.device)
 
     seed_everything(cfg.seed)  # same initial weights on every rank
-    spec = model_spec(cfg.model, split.num_features, split.num_classes, cfg.hidden, split.image_side)
+    spec = model_spec(cfg.model, split.num_features, split.num_classes, cfg.hidden, split.image_side,
+                      size=cfg.model_size if cfg.model == "transformer" else None)
     model = build_model(spec).to(ctx.device)
-    optimizer = make_optimizer(cfg, model.parameters())
+    optimizer = make_optimizer(cfg, model.parameters(), ctx.device)
     start_epoch, history = restore(cfg, ctx, model, optimizer, log)  # before DDP wraps the model
     resumed_from = start_epoch - 1
     ddp = model
     if ctx.distributed:
         ddp = DistributedDataParallel(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
-    sampler = DistributedSampler(TensorDataset(split.x_train, split.y_train), num_replicas=ctx.world_size, rank=ctx.rank,
-                                 shuffle=True, seed=cfg.seed, drop_last=False)
+    if cfg.compile:  # the step compiles; model (not its compiled wrapper) keeps the state_dict names
+        ddp = torch.compile(ddp)
     loss_fn = nn.CrossEntropyLoss()
     snapshots = open_store(cfg, cfg.snapshot_dir, log) if cfg.snapshot_dir and ctx.is_rank0 else None
     outputs = open_store(cfg, cfg.output_dir, log) if ctx.is_rank0 else None
@@ -239,8 +326,8 @@ def run(cfg, ctx):
     snapshot_owed = False  # the last snapshot failed: the next epoch snapshots whatever --snapshot-every says
 
     for epoch in range(start_epoch, cfg.epochs + 1):
-        loss, samples, seconds = train_epoch(ddp, optimizer, loss_fn, split, sampler, epoch, cfg, ctx)
-        test_loss, test_acc = evaluate(model, split, ctx, cfg.batch_size, loss_fn)
+        loss, samples, seconds = train_epoch(ddp, optimizer, loss_fn, split, epoch, cfg, ctx, autocast)
+        test_loss, test_acc = evaluate(model, split, ctx, cfg.batch_size, loss_fn, autocast)
         if not math.isfinite(loss):
             raise FloatingPointError(f"training loss is {loss} at epoch {epoch}; lower --lr")
         history.append({"epoch": epoch, "loss": loss, "test_loss": test_loss, "test_acc": test_acc,
@@ -298,11 +385,32 @@ def finish_together(ctx, error):
 
 
 def check_environment(cfg):
-    """Checks that need torch but no process group: backend/device choice. Raises ConfigError."""
+    """Checks that need torch but no process group: backend/device choice, bf16 and torch.compile on the
+    chosen device. Raises ConfigError."""
     try:
-        dist.choose_backend(cfg.backend, cfg.device, torch.cuda.is_available())
+        use_cuda = dist.choose_backend(cfg.backend, cfg.device, torch.cuda.is_available())[1]
     except RuntimeError as exc:
         raise ConfigError("--backend" if "backend" in str(exc) else "--device", f"expected a usable backend/device: {exc}") from exc
+    if cfg.precision == "tf32" and not use_cuda:
+        raise ConfigError("--precision", "tf32 is a CUDA matrix mode and this run is on the CPU: expected fp32 or bf16")
+    if cfg.precision == "bf16" and use_cuda and not torch.cuda.is_bf16_supported():
+        raise ConfigError("--precision", f"bf16 expected a GPU that supports bfloat16; {torch.cuda.get_device_name()} does not")
+    if cfg.compile:
+        reason = compile_unsupported(use_cuda)
+        if reason:
+            raise ConfigError("--compile", f"torch.compile cannot run here: {reason}")
+
+
+def compile_unsupported(use_cuda, which=shutil.which, find_spec=importlib.util.find_spec):
+    """Why torch.compile's default backend (inductor) cannot run on this device, or None: it generates
+    Triton kernels on CUDA and C++ on the CPU (a compiler must be on the PATH)."""
+    if not hasattr(torch, "compile"):
+        return f"torch {torch.__version__} has no torch.compile"
+    if use_cuda:
+        return None if find_spec("triton") else "the triton package is not installed (inductor's CUDA kernels need it)"
+    if not any(which(cc) for cc in ("cc", "gcc", "clang")):
+        return "no C compiler (cc, gcc or clang) on the PATH (inductor's CPU kernels need one)"
+    return None
 
 
 def launch(cfg):

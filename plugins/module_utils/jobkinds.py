@@ -237,6 +237,12 @@ class JobKind(object):
                              "restart_policy": spec.get("restartPolicy")}
         return result
 
+    def pod_templates(self, job):
+        """[(replica type, replicas, pod spec of its template)] in the spec's order."""
+        specs = dig(job, "spec", self.replica_specs_key, default={}) or {}
+        return [(rtype, to_int((spec or {}).get("replicas"), 1), dig(spec, "template", "spec", default={}) or {})
+                for rtype, spec in specs.items()]
+
     def raw_replica_statuses(self, job):
         return dig(job, "status", "replicaStatuses", default={}) or {}
 
@@ -418,6 +424,11 @@ class VolcanoJobKind(JobKind):
             result[task.get("name") or "default"] = {"replicas": to_int(task.get("replicas"), 1),
                                                      "restart_policy": policy}
         return result
+
+    def pod_templates(self, job):
+        return [(task.get("name") or "default", to_int(task.get("replicas"), 1),
+                 dig(task, "template", "spec", default={}) or {})
+                for task in dig(job, "spec", "tasks", default=[]) or [] if isinstance(task, dict)]
 
     def raw_replica_statuses(self, job):
         result = {}

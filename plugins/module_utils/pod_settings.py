@@ -255,12 +255,16 @@ def output_dir(trainer_output_dir, s3_bucket, s3_prefix, name):
     return "s3://" + "/".join(str(part) for part in (s3_bucket, prefix, name) if part)
 
 
-def trainer_args(dataset, epochs, batch_size, backend, output_dir, snapshot_dir=""):  # pylint: disable=redefined-outer-name
-    """--dataset, --epochs, --batch-size, --backend, --output-dir, then --snapshot-dir when there is one."""
+def trainer_args(dataset, epochs, batch_size, backend, output_dir, snapshot_dir="", gpus=0):  # pylint: disable=redefined-outer-name
+    """--dataset, --epochs, --batch-size, --backend, --output-dir, then --snapshot-dir when there is one, and
+    --device=cuda when the job asks for GPUs: a pod whose torch sees none then fails at once, saying so,
+    instead of training on its CPUs."""
     args = ["--dataset=" + str(dataset), "--epochs=" + str(epochs), "--batch-size=" + str(batch_size),
             "--backend=" + str(backend), "--output-dir=" + str(output_dir)]
     if snapshot_dir:
         args.append("--snapshot-dir=" + str(snapshot_dir))
+    if _int(0 if gpus is None else gpus, "gpus") > 0:
+        args.append("--device=cuda")
     return args
 
 
@@ -330,7 +334,7 @@ def pod_settings(settings):
         "image_pull_secrets": [{"name": secret} for secret in _list(s["image_pull_secrets"], "image_pull_secrets")],
         "output_dir": out,
         "trainer_args": trainer_args(s["trainer_dataset"], s["trainer_epochs"], s["trainer_batch_size"],
-                                     s["trainer_backend"], out, s["trainer_snapshot_dir"]),
+                                     s["trainer_backend"], out, s["trainer_snapshot_dir"], s["gpus"]),
         "trainer_env": trainer_env(s["name"], s["s3_bucket"], s["s3_prefix"], out, s["aws_region"],
                                    s["aws_endpoint_url"], s["aws_credentials_secret"], s["env"]),
     }

@@ -24,8 +24,9 @@ from ansible_collections.trainfleet.training.plugins.module_utils.ranks import F
 # How much of rank 0's log the summary of a script without a result line shows.
 LAST_LINES = 5
 # Result fields shown on the "result:" line, in this order, with their labels.
-RESULT_FIELDS = (("final_accuracy", "final accuracy"), ("final_loss", "final loss"), ("epochs", "epochs"),
-                 ("world_size", "world size"))
+# final_perplexity: the transformer's (its final accuracy is next-byte accuracy).
+RESULT_FIELDS = (("final_accuracy", "final accuracy"), ("final_loss", "final loss"), ("final_perplexity", "perplexity"),
+                 ("epochs", "epochs"), ("world_size", "world size"))
 MESSAGE_LIMIT = 200
 
 

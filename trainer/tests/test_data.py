@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from trainer.config import TrainConfig
-from trainer.data import DataError, iterate_batches, load_arrays, load_dir_arrays, load_split, split_arrays, synthetic_arrays
+from trainer.data import DataError, load_arrays, load_dir_arrays, load_split, split_arrays, synthetic_arrays
 
 
 def test_digits_loads_offline():
@@ -79,8 +79,12 @@ def test_dir_dataset_errors(tmp_path):
         load_dir_arrays(str(csv))
 
 
-def test_iterate_batches_covers_indices_once():
+def test_batches_cover_indices_once_with_their_sizes():
+    from trainer.loop import batches  # pylint: disable=import-outside-toplevel
+
     x = torch.arange(10).float().unsqueeze(1)
     y = torch.arange(10)
-    seen = [b for _xb, yb in iterate_batches(x, y, [9, 3, 4, 0, 1], 2) for b in yb.tolist()]
-    assert seen == [9, 3, 4, 0, 1]
+    got = list(batches(x, y, [9, 3, 4, 0, 1], 2, torch.device("cpu")))
+    assert [b for _xb, yb, _n in got for b in yb.tolist()] == [9, 3, 4, 0, 1]
+    assert [n for _xb, _yb, n in got] == [2, 2, 1]
+    assert all(xb[:, 0].long().tolist() == yb.tolist() for xb, yb, _n in got)

@@ -272,6 +272,12 @@ def test_output_dir_needs_a_bucket_without_an_explicit_dir():
     pytest.param(("digits", 1, 8, "gloo", "/out", None),
                  ["--dataset=digits", "--epochs=1", "--batch-size=8", "--backend=gloo", "--output-dir=/out"],
                  id="none-snapshot"),
+    pytest.param(("digits", 1, 8, "auto", "/out", "", 2),
+                 ["--dataset=digits", "--epochs=1", "--batch-size=8", "--backend=auto", "--output-dir=/out", "--device=cuda"],
+                 id="gpus-ask-for-cuda"),
+    pytest.param(("digits", 1, 8, "auto", "/out", "", "0"),
+                 ["--dataset=digits", "--epochs=1", "--batch-size=8", "--backend=auto", "--output-dir=/out"],
+                 id="no-gpus-no-device"),
 ])
 def test_trainer_args(args, expected):
     assert ps.trainer_args(*args) == expected
@@ -362,7 +368,7 @@ PARITY = {
         "image_pull_secrets": [{"name": "regcred"}],
         "output_dir": "s3://trainfleet-data/team/a/llm",
         "trainer_args": ["--dataset=digits", "--epochs=10", "--batch-size=256", "--backend=nccl",
-                         "--output-dir=s3://trainfleet-data/team/a/llm", "--snapshot-dir=/fsx/snapshots/llm"],
+                         "--output-dir=s3://trainfleet-data/team/a/llm", "--snapshot-dir=/fsx/snapshots/llm", "--device=cuda"],
         "trainer_env": [
             {"name": "TRAINFLEET_JOB_NAME", "value": "llm"},
             {"name": "TRAINFLEET_S3_BUCKET", "value": "trainfleet-data"},

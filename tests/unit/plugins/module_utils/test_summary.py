@@ -33,6 +33,11 @@ def test_our_trainer_reports_every_field_it_printed():
     assert "rank 0: pod j-worker-1 (decided by trainer-log)" in lines
 
 
+def test_a_language_models_perplexity_is_in_the_result_line():
+    lines = summary_lines(result(trainer=dict(TRAINER, final_accuracy=0.36, final_perplexity=10.0)), "PyTorchJob")
+    assert "result: final accuracy 0.36, final loss 0.12, perplexity 10.0, epochs 10, world size 2" in lines
+
+
 def test_a_foreign_script_gets_no_blank_fields_no_question_marks_and_its_last_lines():
     log = "step 1\n\nloss 0.5\nstep 2\nloss 0.4\nstep 3\nloss 0.3\ndone\n"
     lines = summary_lines(result(rank0_method="torchrun-log", duration_seconds=None, start_time=None), "PyTorchJob", log=log)
