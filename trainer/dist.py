@@ -74,9 +74,12 @@ def mpirun_ranks(env):
     0 and 1), so it is not read.
     """
     rank = _env_int(env, "OMPI_COMM_WORLD_RANK", 0)
-    local_size = max(1, _env_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1))
     return (rank, _env_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0), _env_int(env, "OMPI_COMM_WORLD_SIZE", 1),
-            rank // local_size)
+            rank // _mpirun_local_size(env))
+
+
+def _mpirun_local_size(env):
+    return max(1, _env_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1))
 
 
 def env_ranks(environ=None):
@@ -122,7 +125,7 @@ def local_size(environ=None):
     (mpirun), else 1."""
     env = os.environ if environ is None else environ
     if launched_by(env) == LAUNCHER_MPIRUN:
-        return max(1, _env_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1))
+        return _mpirun_local_size(env)
     return max(1, _env_int(env, "LOCAL_WORLD_SIZE", 1))
 
 

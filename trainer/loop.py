@@ -111,15 +111,15 @@ def shard_order(samples, world_size, rank, seed, epoch, device=None):
 
 
 def batches(x, y, indices, batch_size, device):
-    """(x, y, n) mini-batches of ``indices``: gathered where the data lives, copied to ``device`` without
-    blocking when that is elsewhere; n is the batch's sample count (a Python int: no device sync)."""
+    """(x, y, n) mini-batches of ``indices``: gathered where the data lives, copied to ``device`` (a GPU:
+    place_data leaves data elsewhere only in pinned host memory) without blocking when that is elsewhere;
+    n is the batch's sample count (a Python int: no device sync)."""
     order = torch.as_tensor(indices, dtype=torch.long).to(x.device)
     for start in range(0, len(indices), batch_size):
         idx = order[start:start + batch_size]
         xb, yb = x.index_select(0, idx), y.index_select(0, idx)
         if xb.device != device:
-            xb = xb.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else xb.to(device)
-            yb = yb.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else yb.to(device)
+            xb, yb = (t.pin_memory().to(device, non_blocking=True) for t in (xb, yb))
         yield xb, yb, min(batch_size, len(indices) - start)
 
 

@@ -30,23 +30,27 @@ def _count(value):
     return number if number is not None and number > 0 else 0
 
 
+def _asks(container, name):
+    """The count of ``name`` one container asks for: the larger of its request and limit (Kubernetes
+    requires them equal for extended resources)."""
+    res = (container or {}).get("resources") or {}
+    return max(_count((res.get("limits") or {}).get(name)), _count((res.get("requests") or {}).get(name)))
+
+
+def _pods(groups):
+    return sum(g["replicas"] for g in groups)
+
+
 def pod_needs(pod_spec):
     """{resource: count} of ACCELERATORS the pod asks for: per container the larger of its request and
     limit (Kubernetes requires them equal for extended resources), summed over the containers; an init
     container runs alone, so the pod needs at least the largest of those."""
     needs = {}
-    for container in pod_spec.get("containers") or []:
-        res = (container or {}).get("resources") or {}
-        for name in ACCELERATORS:
-            count = max(_count((res.get("limits") or {}).get(name)), _count((res.get("requests") or {}).get(name)))
-            if count:
-                needs[name] = needs.get(name, 0) + count
-    for container in pod_spec.get("initContainers") or []:
-        res = (container or {}).get("resources") or {}
-        for name in ACCELERATORS:
-            count = max(_count((res.get("limits") or {}).get(name)), _count((res.get("requests") or {}).get(name)))
-            if count > needs.get(name, 0):
-                needs[name] = count
+    for name in ACCELERATORS:
+        count = max([sum(_asks(c, name) for c in pod_spec.get("containers") or [])]
+                    + [_asks(c, name) for c in pod_spec.get("initContainers") or []])
+        if count:
+            needs[name] = count
     return needs
 
 
@@ -136,9 +140,8 @@ def check(job, nodes):
                         "demand": groups, "placed": placed, "nodes": views}
             for resource, count in group["needs"].items():
                 free[target["name"]][resource] -= count
-            placed.setdefault(target["name"], 0)
-            placed[target["name"]] += 1
-    total = sum(g["replicas"] for g in groups)
+            placed[target["name"]] = placed.get(target["name"], 0) + 1
+    total = _pods(groups)
     return {"ok": True, "checked": True, "demand": groups, "placed": placed, "nodes": views,
             "message": "%s: %d pod%s fit on %s" % (
                 _asked(groups), total, "" if total == 1 else "s",
@@ -153,12 +156,12 @@ def _shortfall(job, groups, group, views, placed):
         reason = why_not(view, group)
         amounts = ", ".join("%s %d" % (r, view["allocatable"][r]) for r in resources)
         have.append("%s: %s%s" % (view["name"], amounts, " (%s)" % reason if reason else ""))
-    fits = sum(placed.values())
+    total = _pods(groups)
     return ("%s asks for %s (%s in all), but the cluster's schedulable nodes that match the pods' nodeSelector and "
             "tolerations advertise too little: only %d of its %d pod%s fit. Allocatable per node: %s. Add or scale up "
             "nodes with the device (the nodegroups step), install its device plugin (device_plugins), or ask for "
             "fewer; set trainjob_accelerator_check=false where an autoscaler adds such nodes for pending pods."
             % (name, _asked(groups), ", ".join("%s %d" % (r, sum(g["replicas"] * g["needs"].get(r, 0) for g in groups))
                                                for r in resources),
-               fits, sum(g["replicas"] for g in groups), "" if sum(g["replicas"] for g in groups) == 1 else "s",
+               sum(placed.values()), total, "" if total == 1 else "s",
                "; ".join(have) if have else "no nodes"))
