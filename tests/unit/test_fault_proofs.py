@@ -105,7 +105,8 @@ def scenario():
 
     at["fault-worker"] = fault(T0 + 17.0, "delete pod fault-worker-worker-1")
     seen["fault-worker"], after = recovering("fault-worker", T0 + 17.0, T0 + 41.0)
-    jobs["fault-worker"] = {"read": after, "info": info(end=T0 + 90, restarts=1)}
+    # the Worker that stayed restarts its process in place: no container restart
+    jobs["fault-worker"] = {"read": after, "info": info(end=T0 + 90, restarts=0)}
 
     # rank 0 was on worker-1 (ranks follow join order); worker-0 deleted; the survivor resumes
     at["fault-rdzv"] = fault(T0 + 17.5, "delete pod fault-rdzv-worker-0")
@@ -284,6 +285,17 @@ def _fault_too_late(v):
     v["jobs"]["fault-worker"]["read"] = after
 
 
+def _survivor_container_restarted(v):
+    """The agent that stayed ended (RendezvousClosedError) and its container restarted."""
+    v["jobs"]["fault-worker"]["info"] = info(end=T0 + 90, restarts=1)
+
+
+def _survivor_worker_never_restarted(v):
+    for match in v["jobs"]["fault-worker"]["read"]:
+        if match["trainer"]["kind"] == "result":
+            match["trainer"]["restarts"] = 0
+
+
 def _no_snapshot_failed_during_the_outage(v):
     v["extras"]["fault-s3"]["snapshot_failed_in_outage"] = []
 
@@ -297,6 +309,8 @@ def _no_snapshot_failed_during_the_outage(v):
     (_finished_on_the_stopped_node, "4 - the job finished on the remaining node"),
     (_fault_too_late, "1, 2 and 4"),
     (_no_snapshot_failed_during_the_outage, "5 - the trainer retried"),
+    (_survivor_container_restarted, "1 - no container restarted"),
+    (_survivor_worker_never_restarted, "1 - no container restarted"),
 ])
 def test_bad_runs_fail_their_proof(tmp_path, mutate, proof):
     rc, output, _figures = run_proofs(tmp_path, _bad(mutate))

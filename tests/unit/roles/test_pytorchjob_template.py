@@ -484,6 +484,20 @@ def test_torchrun_logs_its_rendezvous_unless_told_otherwise():
     assert "LOGLEVEL" not in env_of(job, "Worker")
 
 
+def test_elastic_pods_publish_the_store_address_every_round_unless_told_otherwise():
+    """A replacement pod must find the survivors' store address in their later rendezvous round."""
+    job, _manifest = render(pytorchjob_elastic=True, pytorchjob_master_replicas=0, pytorchjob_worker_replicas=2)
+    env = container(job, "Worker")["env"]
+    assert [e for e in env if e["name"] == "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == [
+        {"name": "TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "value": "1"}]
+    job, _manifest = render(pytorchjob_elastic=True, pytorchjob_master_replicas=0, pytorchjob_worker_replicas=2,
+                            trainjob_env=[{"name": "TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "value": "0"}])
+    assert [e["value"] for e in container(job, "Worker")["env"]
+            if e["name"] == "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == ["0"]
+    job, _manifest = render_static()  # static rendezvous: one round, nothing to publish again
+    assert "TORCH_DISABLE_SHARE_RDZV_TCP_STORE" not in env_of(job, "Master")
+
+
 def test_run_policy_and_labels():
     job, text = render(
         pytorchjob_backoff_limit=0,
