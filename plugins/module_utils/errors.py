@@ -4,7 +4,7 @@
 """The collection's exceptions: logic raises them, each module's main() turns them into
 fail_json(msg=..., **details). TrainfleetError is the base of every one of them, whatever the job
 kind or the module (the Kubernetes ones below; image_source, dataset_sync, eksctl, torchx_request,
-kind_load and contract define theirs on it)."""
+kind_load, contract, manifests and script_dir define theirs on it)."""
 
 from __future__ import annotations
 

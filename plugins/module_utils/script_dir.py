@@ -25,12 +25,14 @@ import os
 import re
 import stat
 
+from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
+
 LIMIT_BYTES = 1000000
 KEY_RE = re.compile(r"^[-._a-zA-Z0-9]{1,253}\Z")
 VARIABLE = "trainjob_script_dir"
 
 
-class ScriptDirError(Exception):
+class ScriptDirError(TrainfleetError):
     pass
 
 

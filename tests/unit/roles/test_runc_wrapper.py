@@ -261,7 +261,7 @@ def _absent(tmp_path, daemon_json=None, users=(), wrapper_exists=True):
         "name": "Remove the wrapper", "hosts": "localhost", "gather_facts": False, "connection": "local",
         "vars": variables,
         "tasks": [{"ansible.builtin.include_role": {
-            "name": "trainfleet.training.docker_engine", "tasks_from": "capclamp_absent.yml"}}]}]))
+            "name": "trainfleet.training.docker_engine", "tasks_from": "capclamp_absent"}}]}]))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"))
     playbook_bin = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")

@@ -76,3 +76,62 @@ def test_every_webhook_gets_the_ca_bundle():
 def test_bad_manifests_are_refused_saying_why(text, component, message):
     with pytest.raises(AnsibleFilterError, match=message):
         FilterModule().filters()["controller_objects"](text, component)
+
+
+DEPLOY = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "ctl", "namespace": "ns"},
+          "spec": {"replicas": 2}}
+
+
+def test_the_fingerprint_goes_on_the_named_deployment_and_follows_the_rendering():
+    objects = manifests.controller_objects(TEXT, "x") + [DEPLOY]
+    before = repr(objects)
+    out = FilterModule().filters()["fingerprinted"](objects, "ctl")
+    assert repr(objects) == before  # the input is not changed
+    assert len(out["fingerprint"]) == 64 and out["resources"][:-1] == objects[:-1]
+    assert out["resources"][-1]["metadata"]["annotations"] == {manifests.FINGERPRINT_ANNOTATION: out["fingerprint"]}
+    # the same rendering gives the same fingerprint; any change gives another one
+    assert manifests.fingerprinted(objects, "ctl")["fingerprint"] == out["fingerprint"]
+    changed = objects[:-1] + [dict(DEPLOY, spec={"replicas": 3})]
+    assert manifests.fingerprinted(changed, "ctl")["fingerprint"] != out["fingerprint"]
+    # what the cluster returns is read back; nothing applied yet reads as ""
+    assert manifests.applied_fingerprint([out["resources"][-1]]) == out["fingerprint"]
+    assert manifests.applied_fingerprint([DEPLOY]) == "" and manifests.applied_fingerprint([]) == ""
+
+
+@pytest.mark.parametrize("objects, name, message", [
+    ([DEPLOY], "other", "no Deployment named 'other' among the 1 objects"),
+    ([{"kind": "Service", "metadata": {"name": "ctl"}}], "ctl", "no Deployment named 'ctl'"),
+    ("text", "ctl", "must be a list of Kubernetes objects"),
+])
+def test_a_fingerprint_without_its_deployment_is_refused(objects, name, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        FilterModule().filters()["fingerprinted"](objects, name)
+
+
+def _status(**status):
+    return dict(DEPLOY, metadata={"name": "ctl", "generation": 3}, status=dict({"observedGeneration": 3}, **status))
+
+
+@pytest.mark.parametrize("deployments, done", [
+    ([], False),
+    ([_status(replicas=2, updatedReplicas=2, readyReplicas=2, availableReplicas=2)], True),
+    ([_status(replicas=3, updatedReplicas=2, readyReplicas=2, availableReplicas=2)], False),  # an old pod remains
+    ([_status(replicas=2, updatedReplicas=1, readyReplicas=2, availableReplicas=2)], False),
+    ([_status(replicas=2, updatedReplicas=2, readyReplicas=1, availableReplicas=1)], False),
+    ([_status(replicas=2, updatedReplicas=2, readyReplicas=2, availableReplicas=2, observedGeneration=2)], False),
+    ([_status(replicas=2, updatedReplicas=2, readyReplicas=2, availableReplicas=2), _status()], False),
+])
+def test_rolled_out_only_when_every_replica_of_every_deployment_is_new_and_available(deployments, done):
+    assert FilterModule().filters()["rolled_out"](deployments) is done
+
+
+def test_webhooks_awaiting_ca_are_those_rendered_without_one():
+    objects = manifests.controller_objects(TEXT, "x")
+    assert manifests.webhooks_awaiting_ca(objects) == [["ValidatingWebhookConfiguration", "validator"]]
+    assert manifests.webhooks_awaiting_ca(manifests.controller_objects(TEXT, "x", [], "Q0E=")) == []
+    half = objects[-1]
+    half["webhooks"][0]["clientConfig"]["caBundle"] = "Q0E="
+    assert manifests.webhooks_awaiting_ca([half]) == [["ValidatingWebhookConfiguration", "validator"]]
+    assert manifests.ca_injected([half]) is False and manifests.ca_injected([]) is False
+    half["webhooks"][1]["clientConfig"] = {"caBundle": "Q0E="}
+    assert manifests.ca_injected([half]) is True
