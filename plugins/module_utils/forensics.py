@@ -356,6 +356,11 @@ def log_tail(service, namespace, pod, container, lines, previous_first=False):
     """The last lines of a container's log; the previous run's when the current one has none
     (CrashLoopBackOff). previous_first reads the previous run first (the failed run of a
     container that restarted since). Returns (lines, error message or None)."""
+    return _log_tail(service, namespace, pod, container, lines, previous_first)[:2]
+
+
+def _log_tail(service, namespace, pod, container, lines, previous_first):
+    """log_tail, and which run the lines are of (previous: True/False; None without lines)."""
     errors = []
     for previous in ((True, False) if previous_first else (False, True)):
         try:
@@ -366,8 +371,18 @@ def log_tail(service, namespace, pod, container, lines, previous_first=False):
             errors.append(exc.msg)
             continue
         if text:
-            return text, None
-    return [], "; ".join(errors) or None
+            return text, None, previous
+    return [], "; ".join(errors) or None, None
+
+
+def run_log_tail(service, namespace, pod, container, lines, previous):
+    """The last lines of one run of a container: the previous one (it restarted since) or the
+    current one. Never the other run. Returns (lines, error message or None)."""
+    try:
+        return list(iter_lines(service.iter_log(namespace, pod, container=container, tail_lines=lines,
+                                                previous=previous))), None
+    except TrainfleetError as exc:
+        return [], exc.msg
 
 
 class FailureRecorder(object):
@@ -376,12 +391,17 @@ class FailureRecorder(object):
     observe(pod) is called with every pod the pod watch reports. The first failure of each
     replica type is kept (with its log tail, read at once: the operator may delete the pod a
     moment later); a snapshot whose log could not be read is retried on the pod's next
-    event, a few times. Thread-safe: the pod watch thread writes, the module reads.
+    event, a few times. Every ended run is recorded too (restart_reasons), with the last
+    RESTART_LOG_LINES lines of that run's log, read when it is first seen: the kubelet keeps
+    one previous run per container, so a later restart or the pod's deletion would lose it.
+    Thread-safe: the pod watch thread writes, the module reads.
     """
 
     LOG_ATTEMPTS = 3
     # Every ended run seen (restart_reasons), at most this many: a crash loop must not grow it forever.
     MAX_RESTART_RECORDS = 200
+    # Lines of each ended run's log kept with its restart record (the summary prints them).
+    RESTART_LOG_LINES = 5
 
     def __init__(self, service, namespace, name, log_lines, now=utcnow, kind=None):
         self.service = service
@@ -396,18 +416,35 @@ class FailureRecorder(object):
         self._restarts = []
         self._restart_keys = set()
 
-    def _record_restarts(self, pod):
+    def _record_restarts(self, pod, read=None):
+        """Record the pod's ended runs not seen before, each with its last lines. read: the failure
+        snapshot's log just read ((pod, container, previous), lines), reused when it is the same run."""
         entries = pod_restart_reasons(pod)
         if not entries:
             return
         observed_at = format_time(self.now())
+        new = []
         with self._lock:
             for entry in entries:
                 key = restart_reason_key(entry)
                 if key in self._restart_keys or len(self._restarts) >= self.MAX_RESTART_RECORDS:
                     continue
                 self._restart_keys.add(key)
-                self._restarts.append(dict(entry, observed_at=observed_at))
+                record = dict(entry, observed_at=observed_at)
+                self._restarts.append(record)
+                new.append(record)
+        lines = min(self.log_lines, self.RESTART_LOG_LINES)
+        for record in new:
+            if not record["container"] or lines <= 0:
+                continue
+            run = (record["pod"], record["container"], record["run"] == "previous")
+            if read is not None and read[0] == run:  # the snapshot read log_lines >= lines of it
+                tail, error = read[1][-lines:], None
+            else:
+                tail, error = run_log_tail(self.service, self.namespace, record["pod"], record["container"], lines,
+                                           previous=run[2])
+            with self._lock:
+                record.update(log_tail=tail, log_error=error)
 
     def restart_reasons(self):
         """Every ended run seen while waiting (copies, in the order seen)."""
@@ -417,10 +454,18 @@ class FailureRecorder(object):
     def observe(self, pod):
         if not isinstance(pod, dict) or not pod_belongs_to_job(pod, self.name, self.kind):
             return None
-        self._record_restarts(pod)
+        read = None
+        try:
+            snapshot, read = self._snapshot(pod)
+        finally:
+            self._record_restarts(pod, read)
+        return snapshot
+
+    def _snapshot(self, pod):
+        """(the failure snapshot of the pod's replica, the log this call read or None)."""
         found = container_failure(pod)
         if not found:
-            return None
+            return None, None
         key = found["replica_type"] or found["pod"]
         with self._lock:
             current = self._by_key.get(key)
@@ -429,20 +474,23 @@ class FailureRecorder(object):
                          and not current["log_tail"] and current.get("log_error")
                          and current["log_attempts"] < self.LOG_ATTEMPTS)
                 if not retry:
-                    return current
+                    return current, None
         snapshot = dict(found, observed_at=format_time(self.now()), log_tail=[], log_error=None,
                         log_attempts=(current or {}).get("log_attempts", 0) + 1)
         if current is not None:
             snapshot["observed_at"] = current["observed_at"]
+        read = None
         if self.log_lines > 0:
-            snapshot["log_tail"], snapshot["log_error"] = log_tail(
+            snapshot["log_tail"], snapshot["log_error"], previous = _log_tail(
                 self.service, self.namespace, found["pod"], found["container"], self.log_lines,
                 previous_first=found["previous"])
+            if previous is not None:
+                read = ((found["pod"], found["container"], previous), snapshot["log_tail"])
         with self._lock:
             if key not in self._by_key:
                 self._order.append(key)
             self._by_key[key] = snapshot
-        return snapshot
+        return snapshot, read
 
     def snapshots(self):
         """The snapshots, oldest first (copies)."""

@@ -236,9 +236,14 @@ def restart_reasons(pods):
 
 def merge_restart_reasons(live, recorded):
     """live restart_reasons plus the runs recorded while waiting that the live pods no longer show
-    (the pod was deleted, evicted or replaced since; its entry keeps observed_at), oldest end first."""
-    seen = set(restart_reason_key(e) for e in live or [])
-    merged = list(live or [])
+    (the pod was deleted, evicted or replaced since; its entry keeps observed_at), oldest end first.
+    A live run that was recorded too keeps the recorded run's log tail (log_tail, log_error)."""
+    logs = dict((restart_reason_key(e), e) for e in recorded or [] if "log_tail" in e)
+    merged = []
+    for entry in live or []:
+        found = logs.get(restart_reason_key(entry))
+        merged.append(dict(entry, log_tail=found["log_tail"], log_error=found.get("log_error")) if found else entry)
+    seen = set(restart_reason_key(e) for e in merged)
     for entry in recorded or []:
         key = restart_reason_key(entry)
         if key not in seen:

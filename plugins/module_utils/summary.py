@@ -46,7 +46,7 @@ def _join_known(pairs):
 
 def restart_lines(result):
     """restarts by replica (one line, when any restarted or failed) and why each restart happened
-    (one line each)."""
+    (one line each, then the last lines of the run that ended, "  | " before each)."""
     lines = []
     by_replica = result.get("restarts_by_replica") or {}
     if any(int((entry or {}).get("restarts") or 0) > 0 or int((entry or {}).get("failed") or 0) > 0
@@ -79,6 +79,11 @@ def restart_lines(result):
         if reason.get("message"):
             line += ": " + _one_line(reason["message"])
         lines.append(line)
+        # that run's last lines, kept when it ended (the kubelet keeps one previous run only)
+        if reason.get("log_tail"):
+            lines.extend("  | " + _one_line(text) for text in reason["log_tail"])
+        elif reason.get("log_error"):
+            lines.append("  (its log could not be read: %s)" % _one_line(reason["log_error"]))
     return lines
 
 

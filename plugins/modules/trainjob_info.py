@@ -349,6 +349,10 @@ job:
         - With O(wait=true) the runs seen by the pod watch while waiting are kept too, so a pod
           that was deleted, evicted or replaced since still has its entry; C(observed_at) says when
           it was seen (null for entries read from the pods as they are now).
+        - With O(wait=true) each container's run also has C(log_tail), the last lines (at most 5, at
+          most O(log_lines)) of that run's log, read when the pod watch first saw the run end (the
+          kubelet keeps one previous run per container, so a later restart or the pod's deletion
+          would lose it), and C(log_error) when it could not be read.
       type: list
       elements: dict
       returned: always
@@ -356,7 +360,8 @@ job:
                 "node": "trainfleet-worker2", "container": "pytorch", "init": false, "restarts": 2,
                 "run": "previous", "reason": "Error", "exit_code": 1, "signal": null,
                 "signal_name": null, "message": "Connection reset by peer",
-                "started_at": "2025-01-01T10:02:20Z", "finished_at": "2025-01-01T10:03:35Z"}]
+                "started_at": "2025-01-01T10:02:20Z", "finished_at": "2025-01-01T10:03:35Z",
+                "log_tail": ["RuntimeError: Connection reset by peer"], "log_error": null}]
     pods:
       description: The job's pods, master first then workers by index.
       type: list

@@ -74,7 +74,8 @@ def info(phase="Succeeded", start=T0, end=T0 + 60, failure=None, restarts=0):
     return {"phase": phase, "terminal": True, "elapsed_seconds": end - start,
             "completion_time": _utc(end).strftime("%Y-%m-%dT%H:%M:%SZ"), "restarts": restarts,
             "restarts_by_replica": {"Worker": {"restarts": restarts, "failed": 0, "pods": {}}},
-            "restart_reasons": [{"pod": "x-worker-1", "reason": "Error", "exit_code": 1}] if restarts else [],
+            "restart_reasons": [{"pod": "x-worker-1", "container": "pytorch", "reason": "Error", "exit_code": 1,
+                                 "log_tail": ["RuntimeError: store lost"], "log_error": None}] if restarts else [],
             "failure": failure, "conditions": [{"type": "Created"}, {"type": "Running"}, {"type": phase}]}
 
 
@@ -250,6 +251,7 @@ def test_good_run_figures_and_proofs(proof_runs):
     assert worker["fault_to_end_s"] == 73.0
     assert figures["fault-rdzv"]["rank0_pod_at_fault"] == "fault-rdzv-worker-1"
     assert figures["fault-rdzv"]["recovery_s"] == 42.5
+    assert figures["fault-rdzv"]["restart_logs"] == 1 and figures["fault-rdzv"]["restart_logs_missing"] == []
     node = figures["fault-node"]
     assert (node["final_world_size"], node["final_rank0_node"]) == (1, NODE_A)
     baseline = figures["fault-baseline"]
@@ -325,6 +327,11 @@ def _survivor_worker_never_restarted(v):
             match["trainer"]["restarts"] = 0
 
 
+def _restart_log_lost(v):
+    """A restarted container's crashed run was recorded without its last lines."""
+    v["jobs"]["fault-rdzv"]["info"]["restart_reasons"][0].update(log_tail=[], log_error="container not found")
+
+
 def _no_snapshot_failed_during_the_outage(v):
     v["extras"]["fault-s3"]["snapshot_failed_in_outage"] = []
 
@@ -340,6 +347,7 @@ BAD_RUNS = [
     (_no_snapshot_failed_during_the_outage, "5 - the trainer retried"),
     (_survivor_container_restarted, "1 - no container restarted"),
     (_survivor_worker_never_restarted, "1 - no container restarted"),
+    (_restart_log_lost, "2 - every restarted container kept"),
 ]
 
 

@@ -72,6 +72,14 @@ def test_restarts_one_record_per_line():
     assert records[5] == ("restart: pod j-worker-5 (worker-5) on node n5, container pytorch: Error, exit code 1, ended t5 "
                           "(previous run; 1 restart(s)): line one line two")
     assert "restarts by replica: Worker 6 (1 failed)" in lines
+    # the run's last lines follow its record, one per line; a log that could not be read says so
+    reasons[0]["log_tail"] = ["step 9", "RuntimeError:   peer\tlost"]
+    reasons[1]["log_error"] = "container not found"
+    lines = summary_lines(result(restarts=6, restart_reasons=reasons,
+                                 restarts_by_replica={"Worker": {"restarts": 6, "failed": 1}}), "PyTorchJob")
+    first = lines.index(records[0])
+    assert lines[first + 1:first + 5] == ["  | step 9", "  | RuntimeError: peer lost", records[1],
+                                          "  (its log could not be read: container not found)"]
     # nothing restarted or failed: no line about it
     quiet = summary_lines(result(restarts_by_replica={"Worker": {"restarts": 0, "failed": 0}}), "PyTorchJob")
     assert not [l for l in quiet if l.startswith("restart")], quiet

@@ -729,6 +729,11 @@ def test_merge_restart_reasons_keeps_the_runs_of_pods_that_are_gone():
     assert [(r["pod"], r["run"], r["observed_at"]) for r in merged] == [
         ("mnist-worker-1", "current", "2025-01-01T10:02:00Z"), ("mnist-master-0", "previous", None)]
     assert status.merge_restart_reasons([], []) == []
+    # a live run that was recorded while waiting keeps the log tail read when it ended
+    with_log = dict(same_as_live, log_tail=["RuntimeError: peer lost"], log_error=None)
+    merged = status.merge_restart_reasons(live, [with_log])
+    assert [(r["pod"], r["run"], r["log_tail"]) for r in merged] == [("mnist-master-0", "previous", ["RuntimeError: peer lost"])]
+    assert "log_tail" not in status.merge_restart_reasons(live, [same_as_live])[0]
 
 
 # --------------------------------------------------------------------------- matching log lines

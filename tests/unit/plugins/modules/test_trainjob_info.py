@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import threading
@@ -379,6 +380,8 @@ def test_wait_failed_pods_deleted_after_a_snapshot(run_module, fake_time, watchi
     assert [(r["pod"], r["node"], r["reason"], r["exit_code"], r["run"], r["finished_at"]) for r in reasons] == [
         ("mnist-master-0", "trainfleet-worker", "Error", 1, "current", "2025-01-01T10:00:10Z")]
     assert reasons[0]["observed_at"]
+    # with that run's last lines, taken from the snapshot's read (no second read, below)
+    assert reasons[0]["log_tail"] == ["step 8", "step 9", "trainer: error: unrecognized arguments"]
     assert [e["reason"] for e in failure["events"]][-1] == "PyTorchJobFailed"
     assert result["msg"].startswith(
         "PyTorchJob training/mnist Failed: PyTorchJobFailed - Job mnist has failed because it has reached the "
@@ -408,7 +411,87 @@ def test_wait_failed_restarted_container_uses_its_previous_log(run_module, fake_
     assert (failure["pod"], failure["exit_code"], failure["container_reason"]) == ("mnist-worker-0", 137, "OOMKilled")
     assert failure["log_tail"] == ["epoch 3", "Killed"]
     assert [c[5] for c in service.calls if c[0] == "iter_log"] == [True]  # previous=True, first
+    # the restart record keeps the same run's lines (the ended run, never the running one)
+    assert [(r["pod"], r["run"], r["log_tail"]) for r in result["job"]["restart_reasons"]] == [
+        ("mnist-worker-0", "previous", ["epoch 3", "Killed"])]
     assert not _pod_watch_threads()
+
+
+def test_wait_keeps_every_restarted_runs_last_lines(run_module, fake_time, watching_service, load, clock):
+    """A restart that fails nothing (the job goes on) still keeps the ended run's last lines, read when the pod
+    watch saw it: the kubelet keeps one previous run, and the pod is gone by the end."""
+    fake_time(clock)
+    restarted = load("pods", "restarted_master_peer_lost")  # Master ran again after exit code 1
+    crashed = b"".join(b"epoch %d\n" % i for i in range(9)) + b"RuntimeError: Connection reset by peer\n"
+    service = watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pod_watch_rounds=[[("MODIFIED", restarted), ("MODIFIED", restarted)]],
+        pods_after_gate=[],
+        logs={("mnist-master-0", True): crashed, ("mnist-master-0", False): b"resumed from epoch 8\n"},
+        watch_rounds=[[("MODIFIED", load("jobs", "succeeded"))]],
+        clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True, "log_lines": 20},
+                                service)
+    assert not failed
+    reasons = result["job"]["restart_reasons"]
+    assert [(r["pod"], r["run"], r["exit_code"]) for r in reasons] == [("mnist-master-0", "previous", 1)]
+    assert reasons[0]["log_tail"] == ["epoch 5", "epoch 6", "epoch 7", "epoch 8", "RuntimeError: Connection reset by peer"]
+    assert reasons[0]["log_error"] is None
+    # one read of that run (the previous one only), though the pod was seen twice: the failure snapshot's
+    # (log_lines), whose last 5 lines the record keeps
+    assert [c for c in service.calls if c[0] == "iter_log"] == [("iter_log", "mnist-master-0", "pytorch", 20, None, True, None)]
+    assert not _pod_watch_threads()
+
+
+def test_wait_reads_a_later_restart_of_the_same_container_on_its_own(run_module, fake_time, watching_service, load,
+                                                                     clock):
+    """The replica's failure snapshot is taken once; a later restart of the same container is another run, read by
+    its restart record alone: the last 5 lines of the previous run, never the running one."""
+    fake_time(clock)
+    first = load("pods", "restarted_master_peer_lost")
+    second = copy.deepcopy(first)
+    status = second["status"]["containerStatuses"][0]
+    status["restartCount"] = 3
+    status["lastState"]["terminated"].update(startedAt="2025-01-01T10:03:40Z", finishedAt="2025-01-01T10:05:00Z")
+    service = watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pod_watch_rounds=[[("MODIFIED", first), ("MODIFIED", second)]],
+        pods_after_gate=[],
+        logs={("mnist-master-0", True): b"".join(b"step %d\n" % i for i in range(8)),
+              ("mnist-master-0", False): b"running\n"},
+        watch_rounds=[[("MODIFIED", load("jobs", "succeeded"))]],
+        clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True}, service)
+    assert not failed
+    reasons = result["job"]["restart_reasons"]
+    assert [(r["finished_at"], r["log_tail"]) for r in reasons] == [
+        ("2025-01-01T10:03:35Z", ["step 3", "step 4", "step 5", "step 6", "step 7"]),
+        ("2025-01-01T10:05:00Z", ["step 3", "step 4", "step 5", "step 6", "step 7"])]
+    assert [c[3:6] for c in service.calls if c[0] == "iter_log"] == [(50, None, True), (5, None, True)]
+    assert not _pod_watch_threads()
+
+
+def test_wait_says_when_a_restarted_runs_log_is_gone(run_module, fake_time, watching_service, load, clock):
+    fake_time(clock)
+    service = watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pod_watch_rounds=[[("MODIFIED", load("pods", "restarted_master_peer_lost"))]],
+        pods_after_gate=[],
+        logs={},  # the previous run's log is already gone
+        watch_rounds=[[("MODIFIED", load("jobs", "succeeded"))]],
+        clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True}, service)
+    assert not failed
+    (reason,) = result["job"]["restart_reasons"]
+    assert reason["log_tail"] == [] and "Cannot read the log of pod training/mnist-master-0" in reason["log_error"]
+    # log_lines 0 reads no log at all
+    service = watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pod_watch_rounds=[[("MODIFIED", load("pods", "restarted_master_peer_lost"))]],
+        pods_after_gate=[], watch_rounds=[[("MODIFIED", load("jobs", "succeeded"))]], clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True, "log_lines": 0}, service)
+    assert not failed and "log_tail" not in result["job"]["restart_reasons"][0]
+    assert not [c for c in service.calls if c[0] == "iter_log"]
 
 
 def test_wait_failed_pods_deleted_without_snapshot_uses_the_events(run_module, fake_time, watching_service, load, clock):
