@@ -28,6 +28,9 @@ TRAINJOB = os.path.join(ROOT, "roles", "trainjob")
 TEMPLATE = os.path.join(ROLE, "templates", "pytorchjob.yaml.j2")
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "pytorchjob_role")
 PLAYBOOK_TIMEOUT = 300
+# A run that batches many cases (one play each) is bounded per case too: its ~2 s a case on a quiet
+# machine, times ten, for a loaded 2-core machine of the slower kind.
+CASE_TIMEOUT = 20
 
 NODES = {kind: {"node_selector": {}, "tolerations": []} for kind in ("cpu", "gpu", "neuron")}
 
@@ -814,13 +817,14 @@ def _env(tmp_path):
     return env
 
 
-def _playbook(args, tmp_path):
+def _playbook(args, tmp_path, cases=0):
+    """rc and output of ansible-playbook; bounded by PLAYBOOK_TIMEOUT plus CASE_TIMEOUT per batched case."""
     playbook_bin = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
     if not os.path.exists(playbook_bin):
         playbook_bin = "ansible-playbook"
     cmd = [playbook_bin, "-i", "localhost,", "-e", json.dumps({"ansible_python_interpreter": sys.executable})] + args
     proc = subprocess.run(cmd, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, check=False,
-                          timeout=PLAYBOOK_TIMEOUT)
+                          timeout=PLAYBOOK_TIMEOUT + CASE_TIMEOUT * cases)
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -946,7 +950,7 @@ def bad_input_outcomes(tmp_path_factory):
         })
     playbook = tmp_path / "bad_inputs.yml"
     playbook.write_text(yaml.safe_dump(plays, sort_keys=False))
-    rc, out = _playbook([str(playbook), "--check"], tmp_path)
+    rc, out = _playbook([str(playbook), "--check"], tmp_path, cases=len(cases))
     assert rc == 0, out
     outcomes = {}
     for match in re.finditer(r'"msg": "CASE ([a-z0-9-]+): (.*)"\n', out):

@@ -68,7 +68,9 @@ def outcomes(tmp_path_factory):
     playbook_bin = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
     cmd = [playbook_bin if os.path.exists(playbook_bin) else "ansible-playbook", "-i", "localhost,",
            "-e", json.dumps({"ansible_python_interpreter": sys.executable}), str(playbook), "--check"]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=PLAYBOOK_TIMEOUT)
+    # bounded per case too (~2 s each on a quiet machine, ten times that on a loaded one)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+                          timeout=PLAYBOOK_TIMEOUT + 20 * len(plays))
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     found = {}

@@ -147,7 +147,8 @@ def outcomes(tmp_path_factory):
             }, {"ansible.builtin.debug": {"msg": "CASE %s: {{ _outcome }}" % case_id}}],
         })
     (tmp_path / "cases.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
-    rc, out, _seconds = playbook([str(tmp_path / "cases.yml")], tmp_path)
+    # bounded per case too (~2 s each on a quiet machine, ten times that on a loaded one)
+    rc, out, _seconds = playbook([str(tmp_path / "cases.yml")], tmp_path, timeout=TIMEOUT + 20 * len(plays))
     assert rc == 0, out[-5000:]
     found = {}
     for match in re.finditer(r'"msg": "CASE ([a-z0-9-]+): (.*)"\n', out):
