@@ -17,6 +17,7 @@ RESUME_PREFIX = "trainfleet-resume:"
 STOPPED_PREFIX = "trainfleet-stopped:"
 INFO_PREFIX = "trainfleet-info:"
 WARNING_PREFIX = "trainfleet-warning:"
+STALL_PREFIX = "trainfleet-stall:"
 ERROR_PREFIX = "trainfleet-trainer: error:"
 # The formats of these lines live in trainer.metrics (one place); emit() writes them.
 

@@ -115,6 +115,7 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
     backend: str = "auto"
     device: str = "auto"
     timeout_s: float = 1800.0
+    stall_timeout_s: float = 120.0
     s3_endpoint_url: Optional[str] = None
     storage_attempts: int = 8
     storage_backoff_s: float = 0.5
@@ -172,6 +173,9 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
         if self.backend == "nccl" and self.device == "cpu":
             raise ConfigError("--backend", "expected gloo or auto with --device cpu (nccl needs CUDA devices)")
         _positive_float("--timeout-s", self.timeout_s)
+        if isinstance(self.stall_timeout_s, bool) or not isinstance(self.stall_timeout_s, (int, float)) \
+                or not math.isfinite(self.stall_timeout_s) or not (self.stall_timeout_s == 0 or 10 <= self.stall_timeout_s <= 86400):
+            raise ConfigError("--stall-timeout-s", f"expected 0 (off) or a number of seconds in [10, 86400], got {self.stall_timeout_s!r}")
         if isinstance(self.storage_attempts, bool) or not isinstance(self.storage_attempts, int) or not 1 <= self.storage_attempts <= 20:
             raise ConfigError("--storage-attempts", f"expected an integer between 1 and 20, got {self.storage_attempts!r}")
         if isinstance(self.storage_backoff_s, bool) or not isinstance(self.storage_backoff_s, (int, float)) \
@@ -287,6 +291,9 @@ def build_parser():
     g.add_argument("--backend", default=default("backend"), help=f"{' | '.join(BACKENDS)}; auto = nccl on GPU, gloo on CPU (default: %(default)s)")
     g.add_argument("--device", default=default("device"), help=f"{' | '.join(DEVICES)} (default: %(default)s)")
     g.add_argument("--timeout-s", type=float, default=default("timeout_s"), help="process group timeout in seconds (default: %(default)s)")
+    g.add_argument("--stall-timeout-s", type=float, default=default("stall_timeout_s"),
+                   help="a rank that makes no training step for this long (after its first) prints a trainfleet-stall line "
+                        "naming the rank that held it up and exits 3, so the group restarts; 0 = off (default: %(default)s)")
     g.add_argument("--s3-endpoint-url", default=default("s3_endpoint_url"), help="S3 endpoint (default: $AWS_ENDPOINT_URL, else AWS)")
     g.add_argument("--storage-attempts", type=int, default=default("storage_attempts"),
                    help="tries per S3 call while the endpoint is unavailable (default: %(default)s)")

@@ -32,6 +32,7 @@ from trainer.model import build_model, model_spec
 from trainer.snapshot import load_latest, load_snapshot, make_snapshot, save_snapshot, to_bytes
 from trainer.storage import RetryPolicy, StorageError, is_s3_uri, open_storage
 from trainer.tbevents import EventLog
+from trainer.watchdog import Watchdog, tcp_store
 
 
 class Logger:  # pylint: disable=too-few-public-methods
@@ -149,15 +150,18 @@ def fetch_data(cfg, ctx, log):
     return s3_cache_path(cfg.dataset, cfg.data_cache_dir)
 
 
-def evaluate(module, split, ctx, batch_size, loss_fn, autocast=contextlib.nullcontext):
+def evaluate(module, split, ctx, batch_size, loss_fn, autocast=contextlib.nullcontext, watchdog=None, epoch=0):
     """(mean loss, accuracy) over every target of the test set (a language model's: next-token loss and
     accuracy); each rank takes every world_size-th sample. Sums stay on the device until the end."""
     module.eval()
     indices = torch.arange(ctx.rank, len(split.y_test), ctx.world_size)
     per_sample = targets_per_sample(split.y_test)
     sums = torch.zeros(2, dtype=torch.float64, device=ctx.device)
+    after = watchdog.progress.step if watchdog is not None else 0  # evaluation steps follow the epoch's training steps
     with torch.no_grad():
-        for xb, yb, n in batches(split.x_test, split.y_test, indices, max(batch_size, 256), ctx.device):
+        for step, (xb, yb, n) in enumerate(batches(split.x_test, split.y_test, indices, max(batch_size, 256), ctx.device)):
+            if watchdog is not None:
+                watchdog.beat(epoch, after + 1 + step)
             with autocast():
                 logits = module(xb)
             sums[0] += flat_loss(loss_fn, logits, yb).double() * (n * per_sample)
@@ -203,12 +207,13 @@ def restore(cfg, ctx, model, optimizer, log):
     return snapshot["epoch"] + 1, history
 
 
-def train_epoch(ddp, optimizer, loss_fn, split, epoch, cfg, ctx, autocast=contextlib.nullcontext):
+def train_epoch(ddp, optimizer, loss_fn, split, epoch, cfg, ctx, autocast=contextlib.nullcontext, watchdog=None):
     """One pass over this rank's shard; returns (global mean loss, global samples, seconds of work).
 
     Nothing waits for the device inside the loop: the loss is summed on the device and read once, at the
     end of the epoch (the epoch's time is taken after that read). With --min-epoch-s the epoch is padded
-    to that length (pad_epoch) before its all-reduce."""
+    to that length (pad_epoch) before its all-reduce. The watchdog beats at every step and starts
+    watching once the first step is done (the first one may compile or warm up for long)."""
     torch.manual_seed(cfg.seed * 1000003 + epoch)  # stochastic layers: same stream on a resumed run
     ddp.train()
     per_sample = targets_per_sample(split.y_train)
@@ -216,7 +221,7 @@ def train_epoch(ddp, optimizer, loss_fn, split, epoch, cfg, ctx, autocast=contex
     loss_sum = torch.zeros((), dtype=torch.float64, device=ctx.device)
     samples = 0
     order = shard_order(len(split.y_train), ctx.world_size, ctx.rank, cfg.seed, epoch, split.y_train.device)
-    for xb, yb, n in batches(split.x_train, split.y_train, order, cfg.batch_size, ctx.device):
+    for step, (xb, yb, n) in enumerate(batches(split.x_train, split.y_train, order, cfg.batch_size, ctx.device)):
         optimizer.zero_grad(set_to_none=True)
         with autocast():
             loss = flat_loss(loss_fn, ddp(xb), yb)
@@ -224,9 +229,14 @@ def train_epoch(ddp, optimizer, loss_fn, split, epoch, cfg, ctx, autocast=contex
         optimizer.step()
         loss_sum.add_(loss.detach(), alpha=n * per_sample)
         samples += n
+        if watchdog is not None:
+            watchdog.beat(epoch, step + 1)
+            if step == 0:
+                watchdog.start()
     loss_total = loss_sum.item()
     seconds = time.monotonic() - start
-    pad_epoch(cfg.min_epoch_s, seconds)
+    with watchdog.io("pause") if watchdog is not None else contextlib.nullcontext():
+        pad_epoch(cfg.min_epoch_s, seconds)
     loss_total, samples = dist.all_reduce_sum(ctx, [loss_total, float(samples)])
     return loss_total / (samples * per_sample), int(samples), seconds
 
@@ -324,51 +334,57 @@ def run(cfg, ctx):
     events = EventLog(outputs) if ctx.is_rank0 else None
     events_owed = bool(events) and not write_events(events, history, "from the restored history", log, start=True)
     snapshot_owed = False  # the last snapshot failed: the next epoch snapshots whatever --snapshot-every says
+    watchdog = Watchdog(cfg.stall_timeout_s, ctx.rank, ctx.world_size, store=tcp_store() if ctx.distributed else None,
+                        emit=emit)
+    try:
+        for epoch in range(start_epoch, cfg.epochs + 1):
+            loss, samples, seconds = train_epoch(ddp, optimizer, loss_fn, split, epoch, cfg, ctx, autocast, watchdog)
+            test_loss, test_acc = evaluate(model, split, ctx, cfg.batch_size, loss_fn, autocast, watchdog, epoch)
+            if not math.isfinite(loss):
+                raise FloatingPointError(f"training loss is {loss} at epoch {epoch}; lower --lr")
+            history.append({"epoch": epoch, "loss": loss, "test_loss": test_loss, "test_acc": test_acc,
+                            "samples_per_s": samples / seconds if seconds > 0 else 0.0, "epoch_time_s": seconds,
+                            "samples": samples, "world_size": ctx.world_size, "lr": optimizer.param_groups[0]["lr"],
+                            "wall_time": time.time()})
+            stopping = cfg.stop_after_epoch == epoch
+            if ctx.is_rank0:
+                with watchdog.io("epoch outputs"):  # the other ranks wait in the next collective
+                    log(epoch_line(history[-1]))
+                    try:
+                        outputs.write_bytes(METRICS_NAME, metrics_jsonl(history))
+                    except (StorageError, OSError) as exc:
+                        log(warning_line(f"writing {METRICS_NAME} after epoch {epoch} failed, training goes on: {exc}"))
+                    events_owed = not write_events(events, history, f"after epoch {epoch}", log)
+                    if snapshots and (snapshot_owed or epoch % cfg.snapshot_every == 0 or epoch == cfg.epochs or stopping):
+                        try:
+                            uri = save_snapshot(snapshots, make_snapshot(epoch, model, optimizer, history, spec, ctx.world_size),
+                                                cfg.keep_snapshots, warn=lambda text: log(warning_line(text)))
+                        except (StorageError, OSError) as exc:
+                            snapshot_owed = True
+                            log(snapshot_failed_line(epoch, exc))
+                        else:
+                            snapshot_owed = False
+                            log(snapshot_line(epoch, uri))
+            if stopping:
+                log(stopped_line(epoch, "--stop-after-epoch"))
+                finish_together(ctx, None)
+                return 0
 
-    for epoch in range(start_epoch, cfg.epochs + 1):
-        loss, samples, seconds = train_epoch(ddp, optimizer, loss_fn, split, epoch, cfg, ctx, autocast)
-        test_loss, test_acc = evaluate(model, split, ctx, cfg.batch_size, loss_fn, autocast)
-        if not math.isfinite(loss):
-            raise FloatingPointError(f"training loss is {loss} at epoch {epoch}; lower --lr")
-        history.append({"epoch": epoch, "loss": loss, "test_loss": test_loss, "test_acc": test_acc,
-                        "samples_per_s": samples / seconds if seconds > 0 else 0.0, "epoch_time_s": seconds,
-                        "samples": samples, "world_size": ctx.world_size, "lr": optimizer.param_groups[0]["lr"],
-                        "wall_time": time.time()})
-        stopping = cfg.stop_after_epoch == epoch
-        if ctx.is_rank0:
-            log(epoch_line(history[-1]))
-            try:
-                outputs.write_bytes(METRICS_NAME, metrics_jsonl(history))
-            except (StorageError, OSError) as exc:
-                log(warning_line(f"writing {METRICS_NAME} after epoch {epoch} failed, training goes on: {exc}"))
-            events_owed = not write_events(events, history, f"after epoch {epoch}", log)
-            if snapshots and (snapshot_owed or epoch % cfg.snapshot_every == 0 or epoch == cfg.epochs or stopping):
+        if not history:
+            raise RuntimeError("no epoch was trained and no snapshot holds metrics")
+        error = None
+        with watchdog.io("final outputs"):
+            if events_owed:
+                write_events(events, history, "with the final outputs", log)
+            if ctx.is_rank0:
                 try:
-                    uri = save_snapshot(snapshots, make_snapshot(epoch, model, optimizer, history, spec, ctx.world_size),
-                                        cfg.keep_snapshots, warn=lambda text: log(warning_line(text)))
-                except (StorageError, OSError) as exc:
-                    snapshot_owed = True
-                    log(snapshot_failed_line(epoch, exc))
-                else:
-                    snapshot_owed = False
-                    log(snapshot_line(epoch, uri))
-        if stopping:
-            log(stopped_line(epoch, "--stop-after-epoch"))
-            finish_together(ctx, None)
-            return 0
-
-    if not history:
-        raise RuntimeError("no epoch was trained and no snapshot holds metrics")
-    error = None
-    if events_owed:
-        write_events(events, history, "with the final outputs", log)
-    if ctx.is_rank0:
-        try:
-            log(result_line(write_outputs(cfg, ctx, model, spec, history, started, resumed_from, outputs)))
-        except Exception as exc:  # pylint: disable=broad-except
-            error = exc
-    finish_together(ctx, error)
-    return 0
+                    log(result_line(write_outputs(cfg, ctx, model, spec, history, started, resumed_from, outputs)))
+                except Exception as exc:  # pylint: disable=broad-except
+                    error = exc
+        finish_together(ctx, error)
+        return 0
+    finally:
+        watchdog.stop()
 
 
 def finish_together(ctx, error):

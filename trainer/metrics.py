@@ -9,7 +9,8 @@ import io
 import json
 import re
 
-from trainer import EPOCH_PREFIX, ERROR_PREFIX, INFO_PREFIX, RANK_PREFIX, RESULT_PREFIX, RESUME_PREFIX, STOPPED_PREFIX, WARNING_PREFIX
+from trainer import (EPOCH_PREFIX, ERROR_PREFIX, INFO_PREFIX, RANK_PREFIX, RESULT_PREFIX, RESUME_PREFIX, STALL_PREFIX, STOPPED_PREFIX,
+                     WARNING_PREFIX)
 
 METRICS_NAME = "metrics.jsonl"
 PLOT_NAME = "plot.png"
@@ -101,6 +102,13 @@ def info_line(text):
 def snapshot_line(epoch, uri):
     """``trainfleet-info: snapshot epoch=<k> uri=<uri>``: the snapshot is whole and ``latest`` names it."""
     return info_line(f"snapshot epoch={epoch} uri={uri}")
+
+
+def stall_line(rank, idle_s, where, why):
+    """``trainfleet-stall: rank=<r> no progress for <s>s at epoch=<e> step=<k>; <why>``: the watchdog's
+    last line before the rank exits (trainer/watchdog.py); why names the rank that held the run up."""
+    return (f"{STALL_PREFIX} rank={rank} no progress for {idle_s:.1f}s at epoch={where['epoch']} "
+            f"step={where['step']}; {one_line(why)}")
 
 
 def warning_line(text):

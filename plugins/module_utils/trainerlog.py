@@ -108,6 +108,8 @@ def split_log_timestamp(line):
 TRAINER_EPOCH_LINE_RE = re.compile(r"^trainfleet-epoch: epoch=(?P<epoch>\d+)(?P<fields>(?: \S+=\S+)*)\s*$")
 TRAINER_SNAPSHOT_LINE_RE = re.compile(r"^trainfleet-info: snapshot epoch=(?P<epoch>\d+) uri=(?P<uri>\S+)")
 TRAINER_SNAPSHOT_FAILED_RE = re.compile(r"^trainfleet-warning: snapshot epoch=(?P<epoch>\d+) failed")
+TRAINER_STALL_RE = re.compile(
+    r"^trainfleet-stall: rank=(?P<rank>\d+) no progress for (?P<idle_s>[0-9.]+)s at epoch=(?P<epoch>\d+) step=(?P<step>\d+); (?P<why>.*)$")
 TRAINER_STORAGE_RETRY_RE = re.compile(
     r"^trainfleet-warning: storage (?P<op>\S+) (?P<uri>\S+) attempt (?P<attempt>\d+)/(?P<attempts>\d+) failed")
 
@@ -131,7 +133,8 @@ def parse_trainer_line(text):
     """What one line of the trainer's log-line contract says, as a dict with C(kind):
 
     epoch (epoch, loss, test_acc, samples_per_s, time), snapshot (epoch, uri: whole, and latest
-    names it), snapshot_failed (epoch), storage_retry (op, uri, attempt, attempts), resume (epoch:
+    names it), snapshot_failed (epoch), storage_retry (op, uri, attempt, attempts), stall (rank,
+    idle_s, epoch, step, why: the watchdog ended the rank, why names the rank that held it up), resume (epoch:
     the snapshot's, restarts), rank (rank, world_size, group_rank, time), result (the result's
     fields); {"kind": None} for any other line (a dict either way, so templates can select on it).
     time is the trainer's own (RFC 3339, UTC), null from trainers that do not print it.
@@ -155,6 +158,10 @@ def parse_trainer_line(text):
     if match:
         return {"kind": "storage_retry", "op": match.group("op"), "uri": match.group("uri"),
                 "attempt": int(match.group("attempt")), "attempts": int(match.group("attempts"))}
+    match = TRAINER_STALL_RE.match(text)
+    if match:
+        return {"kind": "stall", "rank": int(match.group("rank")), "idle_s": float(match.group("idle_s")),
+                "epoch": int(match.group("epoch")), "step": int(match.group("step")), "why": match.group("why")}
     match = TRAINER_RESUME_RE.match(text)
     if match:
         restarts = match.group("restarts")

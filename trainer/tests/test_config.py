@@ -87,6 +87,10 @@ def test_parser_defaults_match_dataclass():
     ({"min_epoch_s": math.nan}, "--min-epoch-s"),
     ({"min_epoch_s": 3601}, "--min-epoch-s"),
     ({"min_epoch_s": True}, "--min-epoch-s"),
+    ({"stall_timeout_s": 5}, "--stall-timeout-s"),
+    ({"stall_timeout_s": -1}, "--stall-timeout-s"),
+    ({"stall_timeout_s": math.inf}, "--stall-timeout-s"),
+    ({"stall_timeout_s": True}, "--stall-timeout-s"),
 ])
 def test_bad_argument_names_the_flag(kwargs, flag, tmp_path):
     kwargs.setdefault("output_dir", str(tmp_path / "out"))

@@ -122,6 +122,7 @@ def test_every_prefix_the_trainer_prints_is_read():
         trainer.RESUME_PREFIX: metrics.resume_line(4, "s3://b/s.pt", 1),
         trainer.INFO_PREFIX: metrics.snapshot_line(4, "s3://b/s.pt"),
         trainer.WARNING_PREFIX: metrics.snapshot_failed_line(4, OSError("refused")),
+        trainer.STALL_PREFIX: metrics.stall_line(0, 12.34, {"epoch": 2, "step": 35}, "not responding: rank 1\n(x)"),
     }
     for prefix, line in samples.items():
         assert line.startswith(prefix)
@@ -129,3 +130,5 @@ def test_every_prefix_the_trainer_prints_is_read():
     retry = metrics.storage_retry_line("read", "s3://b/x", 2, 4, 0.5, ConnectionResetError("reset"))
     assert tlog.parse_trainer_line(retry) == {"kind": "storage_retry", "op": "read", "uri": "s3://b/x", "attempt": 2, "attempts": 4}
     assert json.loads(samples[trainer.RESULT_PREFIX].split(" ", 1)[1]) == RESULT
+    assert tlog.parse_trainer_line(samples[trainer.STALL_PREFIX]) == {
+        "kind": "stall", "rank": 0, "idle_s": 12.3, "epoch": 2, "step": 35, "why": "not responding: rank 1 (x)"}
