@@ -98,6 +98,23 @@ def test_the_fingerprint_goes_on_the_named_deployment_and_follows_the_rendering(
     assert manifests.applied_fingerprint([DEPLOY]) == "" and manifests.applied_fingerprint([]) == ""
 
 
+class _Lazy(dict):
+    """Stands for ansible-core's lazy containers: deep-copying one copies the templating context."""
+
+    def __deepcopy__(self, memo):
+        raise AssertionError("deep-copied a filter input")
+
+
+def test_the_fingerprinted_objects_are_a_plain_copy_never_a_deep_copy_of_the_input():
+    objects = [_Lazy(kind="Service", metadata=_Lazy(name="svc")), _Lazy(DEPLOY, metadata=_Lazy(name="ctl"))]
+    out = manifests.fingerprinted(objects, "ctl")
+    assert out["resources"] == [{"kind": "Service", "metadata": {"name": "svc"}},
+                                dict(DEPLOY, metadata={"name": "ctl", "annotations": {
+                                    manifests.FINGERPRINT_ANNOTATION: out["fingerprint"]}})]
+    assert all(type(obj) is dict and type(obj["metadata"]) is dict for obj in out["resources"])
+    assert "annotations" not in objects[1]["metadata"]
+
+
 @pytest.mark.parametrize("objects, name, message", [
     ([DEPLOY], "other", "no Deployment named 'other' among the 1 objects"),
     ([{"kind": "Service", "metadata": {"name": "ctl"}}], "ctl", "no Deployment named 'ctl'"),
