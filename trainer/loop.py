@@ -157,11 +157,11 @@ def evaluate(module, split, ctx, batch_size, loss_fn, autocast=contextlib.nullco
     indices = torch.arange(ctx.rank, len(split.y_test), ctx.world_size)
     per_sample = targets_per_sample(split.y_test)
     sums = torch.zeros(2, dtype=torch.float64, device=ctx.device)
-    after = watchdog.progress.step if watchdog is not None else 0  # evaluation steps follow the epoch's training steps
+    watchdog = watchdog or Watchdog(0, ctx.rank, ctx.world_size)  # off: beats are no-ops
+    after = watchdog.progress.step  # evaluation steps follow the epoch's training steps
     with torch.no_grad():
         for step, (xb, yb, n) in enumerate(batches(split.x_test, split.y_test, indices, max(batch_size, 256), ctx.device)):
-            if watchdog is not None:
-                watchdog.beat(epoch, after + 1 + step)
+            watchdog.beat(epoch, after + 1 + step)
             with autocast():
                 logits = module(xb)
             sums[0] += flat_loss(loss_fn, logits, yb).double() * (n * per_sample)
@@ -221,6 +221,7 @@ def train_epoch(ddp, optimizer, loss_fn, split, epoch, cfg, ctx, autocast=contex
     loss_sum = torch.zeros((), dtype=torch.float64, device=ctx.device)
     samples = 0
     order = shard_order(len(split.y_train), ctx.world_size, ctx.rank, cfg.seed, epoch, split.y_train.device)
+    watchdog = watchdog or Watchdog(0, ctx.rank, ctx.world_size)  # off: beats are no-ops
     for step, (xb, yb, n) in enumerate(batches(split.x_train, split.y_train, order, cfg.batch_size, ctx.device)):
         optimizer.zero_grad(set_to_none=True)
         with autocast():
@@ -229,13 +230,12 @@ def train_epoch(ddp, optimizer, loss_fn, split, epoch, cfg, ctx, autocast=contex
         optimizer.step()
         loss_sum.add_(loss.detach(), alpha=n * per_sample)
         samples += n
-        if watchdog is not None:
-            watchdog.beat(epoch, step + 1)
-            if step == 0:
-                watchdog.start()
+        watchdog.beat(epoch, step + 1)
+        if step == 0:
+            watchdog.start()
     loss_total = loss_sum.item()
     seconds = time.monotonic() - start
-    with watchdog.io("pause") if watchdog is not None else contextlib.nullcontext():
+    with watchdog.io("pause"):
         pad_epoch(cfg.min_epoch_s, seconds)
     loss_total, samples = dist.all_reduce_sum(ctx, [loss_total, float(samples)])
     return loss_total / (samples * per_sample), int(samples), seconds

@@ -363,14 +363,10 @@ def _log_tail(service, namespace, pod, container, lines, previous_first):
     """log_tail, and which run the lines are of (previous: True/False; None without lines)."""
     errors = []
     for previous in ((True, False) if previous_first else (False, True)):
-        try:
-            chunks = service.iter_log(namespace, pod, container=container, tail_lines=lines,
-                                      previous=previous)
-            text = list(iter_lines(chunks))
-        except TrainfleetError as exc:
-            errors.append(exc.msg)
-            continue
-        if text:
+        text, error = run_log_tail(service, namespace, pod, container, lines, previous)
+        if error:
+            errors.append(error)
+        elif text:
             return text, None, previous
     return [], "; ".join(errors) or None, None
 
@@ -383,6 +379,17 @@ def run_log_tail(service, namespace, pod, container, lines, previous):
                                                 previous=previous))), None
     except TrainfleetError as exc:
         return [], exc.msg
+
+
+def fill_restart_logs(service, namespace, reasons, pods, lines, newest=10):
+    """Reads the last `lines` lines of each ended run in `reasons` (restart_reasons entries) that has
+    none yet and whose pod is among `pods` (summaries): a run that ended after the pod watch's last
+    look. The newest `newest` such runs only; entries gain log_tail and log_error."""
+    names = set(pod["name"] for pod in pods or [])
+    missing = [e for e in reasons or [] if e.get("container") and "log_tail" not in e and e.get("pod") in names]
+    for entry in missing[-newest:] if lines > 0 else []:
+        entry["log_tail"], entry["log_error"] = run_log_tail(service, namespace, entry["pod"], entry["container"], lines,
+                                                             previous=entry.get("run") == "previous")
 
 
 class FailureRecorder(object):

@@ -150,6 +150,9 @@ def one_job(module, service, kind):
     summary = job_summary(job, pods, kind=kind)
     # runs of pods that were deleted or replaced while waiting are only known from the pod watch
     summary["restart_reasons"] = merge_restart_reasons(summary["restart_reasons"], recorded_restarts)
+    if params["wait"]:  # a run that ended after the pod watch's last look has no lines yet
+        forensics.fill_restart_logs(service, namespace, summary["restart_reasons"], summary["pods"],
+                                    min(params["log_lines"], forensics.FailureRecorder.RESTART_LOG_LINES))
     result.update(exists=True, job=summary, jobs=[summary])
 
     podgroup, reason = gang.describe(service, namespace, name, summary["phase"])

@@ -352,7 +352,9 @@ job:
         - With O(wait=true) each container's run also has C(log_tail), the last lines (at most 5, at
           most O(log_lines)) of that run's log, read when the pod watch first saw the run end (the
           kubelet keeps one previous run per container, so a later restart or the pod's deletion
-          would lose it), and C(log_error) when it could not be read.
+          would lose it), and C(log_error) when it could not be read. A run that ended after the
+          watch's last look (the job ended first) is read at the end of the wait, while its pod
+          exists (the newest 10 such runs).
       type: list
       elements: dict
       returned: always

@@ -471,6 +471,37 @@ def test_wait_reads_a_later_restart_of_the_same_container_on_its_own(run_module,
     assert not _pod_watch_threads()
 
 
+def test_wait_reads_a_run_that_ended_after_the_pod_watchs_last_look(run_module, fake_time, watching_service, load,
+                                                                   clock):
+    """The job ended before the pod watch saw the restart: the end of the wait reads that run's last lines."""
+    fake_time(clock)
+    service = watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pod_watch_rounds=[[("MODIFIED", load("pods", "running_worker1"))]],
+        pods_after_gate=[load("pods", "restarted_master_peer_lost")],
+        logs={("mnist-master-0", True): b"".join(b"step %d\n" % i for i in range(8)),
+              ("mnist-master-0", False): b"running\n"},
+        watch_rounds=[[("MODIFIED", load("jobs", "succeeded"))]],
+        clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True}, service)
+    assert not failed
+    (reason,) = result["job"]["restart_reasons"]
+    assert (reason["pod"], reason["run"], reason["log_tail"], reason["log_error"]) == (
+        "mnist-master-0", "previous", ["step 3", "step 4", "step 5", "step 6", "step 7"], None)
+    # one read of that run (the previous one; the other read is the timeline's head of rank 0's current log)
+    assert [c[1:6] for c in service.calls if c[0] == "iter_log" and c[5]] == [("mnist-master-0", "pytorch", 5, None, True)]
+    assert not _pod_watch_threads()
+
+
+def test_without_a_wait_no_ended_runs_log_is_read(run_module, fake_service, load):
+    service = fake_service(jobs={"mnist": load("jobs", "running_after_restart")},
+                           pods=[load("pods", "restarted_master_peer_lost"), load("pods", "running_worker1")])
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training"}, service)
+    assert not failed and result["job"]["restart_reasons"]
+    assert all("log_tail" not in r for r in result["job"]["restart_reasons"])
+    assert not [c for c in service.calls if c[0] == "iter_log" and c[5]]  # no ended run's log
+
+
 def test_wait_says_when_a_restarted_runs_log_is_gone(run_module, fake_time, watching_service, load, clock):
     fake_time(clock)
     service = watching_service(
