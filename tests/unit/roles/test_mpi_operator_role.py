@@ -266,20 +266,6 @@ def test_check_mode_without_cluster_renders_and_applies_nothing(tools, tmp_path)
     assert not (tmp_path / "cache" / "mpi-operator" / VERSION / "kustomize").exists()
 
 
-def test_verify_mpijob_template():
-    variables = dict(mpi_operator_verify_job="mpi-verify", mpi_operator_verify_namespace="trainfleet-mpi-verify",
-                     mpi_operator_wait_timeout=300, _mpi_operator_verify_image="trainfleet/pytorch-init:1.35.0-r4")
-    job = yaml.safe_load(render("verify-mpijob.yaml.j2", **variables))
-    assert job["apiVersion"] == "kubeflow.org/v2beta1" and job["kind"] == "MPIJob"
-    specs = job["spec"]["mpiReplicaSpecs"]
-    assert {k: v["replicas"] for k, v in specs.items()} == {"Launcher": 1, "Worker": 2}
-    assert {v["restartPolicy"] for v in specs.values()} == {"Never"}
-    launcher = specs["Launcher"]["template"]["spec"]
-    assert "cat /etc/mpi/hostfile" in launcher["containers"][0]["command"][2]
-    assert launcher["securityContext"]["runAsNonRoot"] is True
-    assert all(s["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Never" for s in specs.values())
-
-
 def test_no_platform_branch():
     """The role reads the contract (trainfleet_cluster), never trainfleet_platform (as test_platform_contract's NEUTRAL roles)."""
     hits = []

@@ -331,18 +331,6 @@ def test_role_renders_the_release_manifest(rendered):
     assert all("matchConditions" not in w for d in webhooks for w in d["webhooks"] if w not in pods_check)
 
 
-@pytest.mark.parametrize("job", ["gang-fits", "gang-too-big"])
-def test_verify_job_template(job):
-    variables = dict(_volcano_verify_job=job, _volcano_verify_queue="team-a", volcano_verify_namespace="trainfleet-volcano-verify",
-                     volcano_verify_image="trainfleet/pytorch-init:1.35.0-r4", volcano_verify_too_big_cpu=1000)
-    doc = yaml.safe_load(render("verify-job.yaml.j2", **variables))
-    assert doc["kind"] == "Job" and doc["apiVersion"] == "batch.volcano.sh/v1alpha1"
-    assert doc["spec"]["schedulerName"] == "volcano" and doc["spec"]["queue"] == "team-a"
-    assert doc["spec"]["minAvailable"] == 2 == doc["spec"]["tasks"][0]["replicas"]
-    cpu = doc["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"]
-    assert cpu == ("1000" if job == "gang-too-big" else "10m")
-
-
 def test_check_mode_without_cluster_renders_and_applies_nothing(tmp_path):
     module, binary = module_dir(), kubectl()
     if not module or not binary:
