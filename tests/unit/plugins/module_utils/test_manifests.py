@@ -111,7 +111,7 @@ def test_the_fingerprinted_objects_are_a_plain_copy_never_a_deep_copy_of_the_inp
     assert out["resources"] == [{"kind": "Service", "metadata": {"name": "svc"}},
                                 dict(DEPLOY, metadata={"name": "ctl", "annotations": {
                                     manifests.FINGERPRINT_ANNOTATION: out["fingerprint"]}})]
-    assert all(type(obj) is dict and type(obj["metadata"]) is dict for obj in out["resources"])
+    assert not any(isinstance(part, _Lazy) for obj in out["resources"] for part in (obj, obj["metadata"]))
     assert "annotations" not in objects[1]["metadata"]
 
 

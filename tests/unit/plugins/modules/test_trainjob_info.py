@@ -471,8 +471,8 @@ def test_wait_reads_a_later_restart_of_the_same_container_on_its_own(run_module,
     assert not _pod_watch_threads()
 
 
-def test_wait_reads_a_run_that_ended_after_the_pod_watchs_last_look(run_module, fake_time, watching_service, load,
-                                                                   clock):
+def test_wait_reads_a_run_that_ended_after_the_pod_watchs_last_look(run_module, fake_time, watching_service,
+                                                                    load, clock):
     """The job ended before the pod watch saw the restart: the end of the wait reads that run's last lines."""
     fake_time(clock)
     service = watching_service(
