@@ -8,6 +8,8 @@ The module parses its options and calls one_job or all_jobs with a TrainJobServi
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.trainfleet.training.plugins.module_utils import forensics, gang
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import JobNotFoundError, TrainfleetError
 from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import (
@@ -31,6 +33,7 @@ from ansible_collections.trainfleet.training.plugins.module_utils.timeline impor
 from ansible_collections.trainfleet.training.plugins.module_utils.waiter import (
     OUTCOME_FAILED,
     OUTCOME_POD_PROBLEM,
+    OUTCOME_STALLED,
     OUTCOME_TIMEOUT,
     OUTCOME_UNSCHEDULABLE,
     JobWaiter,
@@ -75,13 +78,14 @@ def _wait(module, service, kind, result):
     """Wait on the job with a pod watch beside it; (WaitResult, snapshots, restarts, pod watch)."""
     params = module.params
     namespace, name = params["namespace"], params["name"]
+    tail = Rank0Tail(service, namespace, kind)  # the progress line's epochs, and the stall check's last line
     waiter = JobWaiter(service, namespace, name, wanted=params["wait_for"], timeout=params["wait_timeout"],
                        check_interval=params["wait_check_interval"], fatal_reasons=params["wait_fail_reasons"],
                        on_transition=ProgressLog(module, namespace, name, params["progress_file"], kind.label),
-                       on_round=round_progress(ProgressReporter(min_interval=5.0), namespace, name, kind.label,
-                                               tail=Rank0Tail(service, namespace, kind)),
+                       on_round=round_progress(ProgressReporter(min_interval=5.0), namespace, name, kind.label, tail=tail),
                        kind=kind, pending_timeout=params.get("pending_timeout") or 0,
-                       gang=gang.UnschedulableClock(service, namespace, name))
+                       gang=gang.UnschedulableClock(service, namespace, name),
+                       progress_timeout=params.get("progress_timeout") or 0, liveness=tail)
     # The operators delete the pods of a job that exceeds its backoffLimit before they mark the
     # job Failed: record a failing container while it still exists.
     recorder = forensics.FailureRecorder(service, namespace, name, params["log_lines"], kind=kind)
@@ -91,7 +95,7 @@ def _wait(module, service, kind, result):
     finally:
         pod_watch.stop()
     result.update(transitions=wait_result.transitions, waited_seconds=wait_result.elapsed,
-                  pending_timeout_reached=wait_result.outcome == OUTCOME_UNSCHEDULABLE)
+                  pending_timeout_reached=wait_result.outcome == OUTCOME_UNSCHEDULABLE, stall=wait_result.stall)
     return wait_result, recorder.snapshots(), recorder.restart_reasons(), pod_watch
 
 
@@ -112,6 +116,15 @@ def _raise_for_outcome(service, params, kind, summary, wait_result, result):
             "%s %s/%s cannot start: pod %s container %s is %s: %s" % (
                 kind.label, namespace, name, failure["pod"], failure["container"], failure["container_reason"],
                 failure.get("message") or "-"), **result)
+    if wait_result.outcome == OUTCOME_STALLED:
+        stall = wait_result.stall
+        raise TrainfleetError(
+            "%s %s/%s made no progress: its pods printed no log line and started no container for %ss "
+            "(progress_timeout %ss); the last line read, from pod %s at %s: %s. The job is left running "
+            "to be looked at (a hang: a rank waiting on a peer, a stuck read); pods: %s" % (
+                kind.label, namespace, name, int(stall["silent_seconds"]), stall["progress_timeout"], stall["pod"],
+                stall["last_line_at"] or "-", json.dumps(stall["last_line"]) if stall["last_line"] is not None else "none",
+                pods_text(summary["pods"])), **result)
     if wait_result.outcome == OUTCOME_TIMEOUT:
         events = []
         try:

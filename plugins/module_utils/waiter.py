@@ -13,6 +13,7 @@ too instead of sitting in Created until the timeout.
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 
@@ -52,12 +53,15 @@ OUTCOME_POD_PROBLEM = "pod_problem"
 OUTCOME_TIMEOUT = "timeout"
 # The job's gang (Volcano PodGroup) stayed unschedulable for pending_timeout seconds.
 OUTCOME_UNSCHEDULABLE = "unschedulable"
+# The job ran, but no pod printed a line (or started a container) for progress_timeout seconds.
+OUTCOME_STALLED = "stalled"
 
 
 class WaitResult(object):
-    def __init__(self, job, outcome, transitions, elapsed, problem_pods=None, pending_reason=None):
+    def __init__(self, job, outcome, transitions, elapsed, problem_pods=None, pending_reason=None, stall=None):
         self.job = job
         self.pending_reason = pending_reason
+        self.stall = stall
         self.outcome = outcome
         self.transitions = transitions
         self.elapsed = elapsed
@@ -75,7 +79,7 @@ class JobWaiter(object):
     def __init__(self, service, namespace, name, wanted="terminal", timeout=3600,
                  check_interval=10, fatal_reasons=DEFAULT_FATAL_WAITING_REASONS,
                  on_transition=None, clock=time.monotonic, now=utcnow, sleep=time.sleep,
-                 on_round=None, kind=None, pending_timeout=0, gang=None):
+                 on_round=None, kind=None, pending_timeout=0, gang=None, progress_timeout=0, liveness=None):
         self.service = service
         self.namespace = namespace
         self.name = name
@@ -91,6 +95,12 @@ class JobWaiter(object):
         # the job's PodGroup has been seen unschedulable for that many seconds in a row.
         self.pending_timeout = pending_timeout or 0
         self.gang = gang
+        # progress_timeout > 0 with liveness (a Rank0Tail, read by on_round): end the wait once the
+        # Running job's pods printed no line and started no container for that many seconds.
+        self.progress_timeout = progress_timeout or 0
+        self.liveness = liveness
+        self.stall = None
+        self._summaries = None
         self.pending_reason = None
         self.podgroup = None
         self.clock = clock
@@ -121,14 +131,17 @@ class JobWaiter(object):
             self.on_transition(transition)
 
     def _result(self, job, outcome, problem_pods=None):
-        return WaitResult(job, outcome, self.transitions, self._elapsed(), problem_pods, self.pending_reason)
+        return WaitResult(job, outcome, self.transitions, self._elapsed(), problem_pods, self.pending_reason,
+                          self.stall)
 
     def _check_pods(self, job):
         if not self.fatal_reasons and not self.on_round:
+            self._summaries = None
             return []
         pods = [p for p in self.service.list_pods(self.namespace, self.name)
                 if pod_belongs_to_job(p, self.name, self.kind)]
         summaries = [pod_summary(p, self.kind) for p in pods]
+        self._summaries = summaries
         if self.on_round:
             self.on_round(job, summaries, self._elapsed())
         if not self.fatal_reasons:
@@ -141,6 +154,18 @@ class JobWaiter(object):
             return False
         self.podgroup, self.pending_reason, seconds = self.gang.observe(job_phase(job), self.clock())
         return bool(self.pending_reason) and seconds >= self.pending_timeout
+
+    def _stalled(self, job):
+        """True when the Running job has been silent for progress_timeout seconds (self.stall says how)."""
+        if self.progress_timeout <= 0 or self.liveness is None or self._summaries is None:
+            return False
+        if job_phase(job) != PHASE_RUNNING:
+            return False
+        silence = self.liveness.silence(self._summaries, (self.now() - EPOCH).total_seconds())
+        if silence is None or silence["silent_seconds"] < self.progress_timeout:
+            return False
+        self.stall = dict(silence, progress_timeout=self.progress_timeout)
+        return True
 
     def _outcome(self, job):
         if job_phase(job) == PHASE_FAILED:
@@ -163,6 +188,8 @@ class JobWaiter(object):
                 return self._result(job, OUTCOME_POD_PROBLEM, problems)
             if self._gang_stuck(job):
                 return self._result(job, OUTCOME_UNSCHEDULABLE)
+            if self._stalled(job):
+                return self._result(job, OUTCOME_STALLED)
             remaining = deadline - self.clock()
             if remaining <= 0:
                 return self._result(job, OUTCOME_TIMEOUT)
@@ -226,6 +253,9 @@ class Rank0Tail(object):
         self.progress = TrainingProgress()
         self.pod = None
         self._last_read = None
+        # per pod: (kubelet time in epoch seconds, text) of the newest line read, any line at all
+        self.newest = {}
+        self._read_ok = False
 
     def _container(self, summary):
         names = [c["name"] for c in summary.get("containers") or [] if not c.get("init")]
@@ -238,6 +268,8 @@ class Rank0Tail(object):
         parsed = []
         for raw in iter_lines(chunks):
             _kubelet, kubelet_s, text = split_log_timestamp(raw)
+            if kubelet_s is not None and kubelet_s >= self.newest.get(summary["name"], (0.0, ""))[0]:
+                self.newest[summary["name"]] = (kubelet_s, text)
             line = parse_trainer_line(text)
             if line["kind"] is None:
                 continue
@@ -255,11 +287,13 @@ class Rank0Tail(object):
         if self.pod not in [s["name"] for s in running]:
             self.pod = None
         candidates = [s for s in running if s["name"] == self.pod] if self.pod else running[:self.MAX_PODS]
+        self._read_ok = False
         for summary in candidates:
             try:
                 parsed = self._lines(summary)
             except TrainfleetError:
                 continue
+            self._read_ok = True
             rank0 = any((line["kind"] == "rank" and line["rank"] == 0) or TRAINER_RANK0_OUTPUT_RE.match(text)
                         for line, _when, text in parsed)
             if not rank0:
@@ -269,6 +303,25 @@ class Rank0Tail(object):
                 if line["kind"] != "rank" or line["rank"] == 0:
                     self.progress.feed(line, when)
             return
+
+
+    def silence(self, summaries, now_s):
+        """How long the running pods have been silent, from the last read: {silent_seconds (since the
+        newest sign of life: a line any of them printed, or a container start), pod, last_line,
+        last_line_at (the newest line read)}, or None when no pod runs or the last read read no log."""
+        running = [s for s in summaries if any(c.get("state") == "running" for c in s.get("containers") or [])]
+        if not running or not self._read_ok:
+            return None
+        starts = [(parse_time(c.get("started_at")) - EPOCH).total_seconds()
+                  for s in running for c in s.get("containers") or []
+                  if c.get("state") == "running" and parse_time(c.get("started_at"))]
+        lines = [(self.newest[s["name"]][0], s["name"], self.newest[s["name"]][1]) for s in running if s["name"] in self.newest]
+        if not starts and not lines:
+            return None
+        newest = max(starts + [at for at, _pod, _text in lines])
+        at, pod, text = max(lines) if lines else (None, running[0]["name"], None)
+        return {"silent_seconds": round(max(0.0, now_s - newest), 1), "pod": pod, "last_line": text,
+                "last_line_at": format_time(datetime.datetime.fromtimestamp(at, datetime.timezone.utc)) if lines else None}
 
 
 def round_progress(reporter, namespace, name, label="PyTorchJob", tail=None, wall=time.time):

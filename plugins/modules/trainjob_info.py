@@ -119,6 +119,18 @@ options:
       - Without gang scheduling (no PodGroup, or PodGroups cannot be read) it has no effect.
     type: int
     default: 0
+  progress_timeout:
+    description:
+      - Seconds (0 = off) after which a wait on a C(Running) job fails when its pods printed no log
+        line and started no container for that long - a hang (a rank waiting on a peer that never
+        comes, a stuck read), whatever script runs. The message names the newest line read and its
+        pod; RV(stall) has the same. The job is left running.
+      - The lines are rank 0's (every running pod's, at most 8, until rank 0 is known), read at most
+        every 10 s, so the wait ends up to a round and a read later. Not checked while no log could
+        be read.
+      - Set it above the longest silence of your script (a long epoch with no output).
+    type: int
+    default: 0
   wait_check_interval:
     description:
       - Seconds of one watch round. Between rounds the job's pods are checked for
@@ -574,6 +586,14 @@ pending_timeout_reached:
   returned: when O(wait=true)
   type: bool
   sample: false
+stall:
+  description:
+    - Why the wait ended on O(progress_timeout) - seconds without a sign of life, the pod and time of
+      the newest line read, and that line; null otherwise.
+  returned: when O(wait=true)
+  type: dict
+  sample: {"silent_seconds": 61.2, "progress_timeout": 60, "pod": "mnist-worker-0",
+           "last_line_at": "2025-01-01T10:03:00Z", "last_line": "rank 0: waiting for the batch"}
 waited_seconds:
   description: Seconds spent waiting.
   returned: when O(wait=true)
@@ -612,6 +632,7 @@ def argspec():
         wait_timeout=dict(type="int", default=3600),
         wait_check_interval=dict(type="int", default=10),
         pending_timeout=dict(type="int", default=0),
+        progress_timeout=dict(type="int", default=0),
         wait_fail_reasons=dict(type="list", elements="str", default=list(DEFAULT_FATAL_WAITING_REASONS)),
         progress_file=dict(type="path"),
         log_lines=dict(type="int", default=50),
@@ -628,7 +649,8 @@ def main():
         required_if=[("wait", True, ["name"])],
         mutually_exclusive=[("name", "label_selector")],
     )
-    for option in ("wait_timeout", "wait_check_interval", "log_lines", "event_limit", "pending_timeout"):
+    for option in ("wait_timeout", "wait_check_interval", "log_lines", "event_limit", "pending_timeout",
+                   "progress_timeout"):
         if module.params[option] < 0:
             module.fail_json(msg="%s must be 0 or more, got %s" % (option, module.params[option]))
     require_kubernetes(module)

@@ -865,6 +865,7 @@ BAD_INPUTS = {
     "pvc-mount-relative": ({"trainjob_pvc_claim_name": "fsx", "trainjob_pvc_mount_path": "fsx"},
                            "trainjob_pvc_mount_path"),
     "wait-timeout-zero": ({"trainjob_wait_timeout": 0}, "trainjob_wait_timeout"),
+    "progress-timeout-too-small": ({"trainjob_progress_timeout": 5}, "trainjob_progress_timeout 0 (off) or 10..604800 (got 5)"),
     # your own code: refused before anything is created, naming the variable
     "script-dir-missing": ({"trainjob_script_dir": "/nonexistent/trainfleet-code"},
                            'trainjob_script_dir "/nonexistent/trainfleet-code": cannot be read'),

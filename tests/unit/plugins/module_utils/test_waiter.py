@@ -242,3 +242,64 @@ def test_round_progress_before_the_first_epoch_names_the_pods(load, fake_service
     assert reporter.lines[-1] == "PyTorchJob training/mnist Created: pods: %s %s (%s); elapsed 12s" % (
         summaries[0]["name"], summaries[0]["phase"], summaries[0]["reason"])
     assert [c for c in tail.service.calls if c[0] == "iter_log"] == []  # no log read before Running
+
+
+def _silent_job(load, fake_service, clock, logs, **kwargs):
+    """A Running job whose three pods started by 10:00:08 and whose logs stay as given; the waiter's
+    wall clock follows the fake clock from 10:00:00."""
+    from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import PYTORCHJOB  # pylint: disable=import-outside-toplevel
+    service = fake_service(jobs={"mnist": load("jobs", "running")},
+                           pods=[load("pods", name) for name in ("running_master", "running_worker0", "running_worker1")],
+                           logs=logs, clock=clock)
+    tail = w.Rank0Tail(service, "training", PYTORCHJOB, clock=clock)
+    start = clock()
+    waiter = w.JobWaiter(service, "training", "mnist", clock=clock, sleep=clock.sleep, timeout=600, check_interval=10,
+                         now=lambda: _now() + datetime.timedelta(seconds=clock() - start), kind=PYTORCHJOB,
+                         on_round=w.round_progress(_Reporter(), "training", "mnist", tail=tail), liveness=tail, **kwargs)
+    return waiter.wait(), service
+
+
+def test_a_running_job_whose_pods_print_nothing_ends_the_wait_naming_the_newest_line(load, fake_service, clock):
+    """A user's script hung in a collective: no trainfleet line, no rank 0 known; the pods last printed at
+    10:00:02 and the last container started at 10:00:08, so the wait ends 60 s after that."""
+    logs = {("mnist-master-0", False): b"init\nwaiting for rank 1\n",
+            ("mnist-worker-0", False): b"init\n",
+            ("mnist-worker-1", False): b"init\nloading\nall_reduce step 0\n"}
+    result, _service = _silent_job(load, fake_service, clock, logs, progress_timeout=60)
+    assert result.outcome == w.OUTCOME_STALLED and result.phase == "Running"
+    stall = result.stall
+    assert stall["progress_timeout"] == 60 and 60 <= stall["silent_seconds"] < 80
+    assert (stall["pod"], stall["last_line_at"], stall["last_line"]) == (
+        "mnist-worker-1", "2025-01-01T10:00:02Z", "all_reduce step 0")
+
+
+def test_a_line_is_a_sign_of_life(load, fake_service, clock):
+    """The same job whose rank printed until 10:00:58 (the fake kubelet stamps line i at second i): the
+    wait ends 60 s after that line, not after the container starts."""
+    logs = {("mnist-worker-1", False): b"".join(b"step %d\n" % i for i in range(59))}
+    result, _service = _silent_job(load, fake_service, clock, logs, progress_timeout=60)
+    assert result.outcome == w.OUTCOME_STALLED
+    assert (result.stall["last_line_at"], result.stall["last_line"]) == ("2025-01-01T10:00:58Z", "step 58")
+    assert result.elapsed >= 118  # 10:00:58 + 60 s
+
+
+@pytest.mark.parametrize("logs, progress_timeout", [
+    ({("mnist-worker-1", False): b"init\n"}, 0),  # off
+    ({}, 60),  # no log could be read: never called a stall
+])
+def test_no_stall_when_off_or_when_no_log_could_be_read(load, fake_service, clock, logs, progress_timeout):
+    result, _service = _silent_job(load, fake_service, clock, logs, progress_timeout=progress_timeout)
+    assert result.outcome == w.OUTCOME_TIMEOUT and result.stall is None
+
+
+def test_a_job_not_running_is_never_called_stalled(load, fake_service, clock):
+    from ansible_collections.trainfleet.training.plugins.module_utils.jobstatus import pod_summary  # pylint: disable=import-outside-toplevel
+    tail = w.Rank0Tail(fake_service(logs={("mnist-worker-1", False): b"x\n"}), "training", None, clock=clock)
+    summaries = [pod_summary(load("pods", "running_worker1"))]
+    tail.read(summaries)
+    assert tail.silence(summaries, _now().timestamp() + 3600)["silent_seconds"] == 3600 - 6
+    waiter = w.JobWaiter(tail.service, "training", "mnist", clock=clock, now=lambda: _now() + datetime.timedelta(hours=1),
+                         progress_timeout=60, liveness=tail)
+    waiter._summaries = summaries  # pylint: disable=protected-access
+    assert not waiter._stalled(load("jobs", "created"))  # pylint: disable=protected-access
+    assert waiter._stalled(load("jobs", "running"))  # pylint: disable=protected-access

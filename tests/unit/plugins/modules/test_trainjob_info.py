@@ -502,6 +502,31 @@ def test_without_a_wait_no_ended_runs_log_is_read(run_module, fake_service, load
     assert not [c for c in service.calls if c[0] == "iter_log" and c[5]]  # no ended run's log
 
 
+def test_wait_fails_on_a_running_job_that_prints_nothing_for_progress_timeout(run_module, fake_time, fake_service,
+                                                                             load, clock):
+    """The pods' newest line is far older than progress_timeout: the wait fails naming it, the job is left."""
+    fake_time(clock)
+    service = fake_service(jobs={"mnist": load("jobs", "running")},
+                           pods=[load("pods", "running_worker0"), load("pods", "running_worker1")],
+                           logs={("mnist-worker-0", False): b"init\n", ("mnist-worker-1", False): b"init\nwaiting on rank 0\n"},
+                           clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True,
+                                         "progress_timeout": 300}, service)
+    assert failed
+    assert result["msg"].startswith("PyTorchJob training/mnist made no progress: its pods printed no log line and "
+                                    "started no container for ")
+    assert ('(progress_timeout 300s); the last line read, from pod mnist-worker-1 at 2025-01-01T10:00:01Z: '
+            '"waiting on rank 0". The job is left running') in result["msg"]
+    assert result["stall"]["pod"] == "mnist-worker-1" and result["stall"]["silent_seconds"] >= 300
+    assert result["job"]["phase"] == "Running" and not [c for c in service.calls if c[0] == "delete_job"]
+
+
+def test_progress_timeout_must_not_be_negative(run_module, fake_service, load):
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "progress_timeout": -1},
+                                fake_service(jobs={"mnist": load("jobs", "running")}))
+    assert failed and result["msg"] == "progress_timeout must be 0 or more, got -1"
+
+
 def test_wait_says_when_a_restarted_runs_log_is_gone(run_module, fake_time, watching_service, load, clock):
     fake_time(clock)
     service = watching_service(
