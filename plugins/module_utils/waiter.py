@@ -304,7 +304,6 @@ class Rank0Tail(object):
                     self.progress.feed(line, when)
             return
 
-
     def silence(self, summaries, now_s):
         """How long the running pods have been silent, from the last read: {silent_seconds (since the
         newest sign of life: a line any of them printed, or a container start), pod, last_line,

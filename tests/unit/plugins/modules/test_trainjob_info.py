@@ -503,7 +503,7 @@ def test_without_a_wait_no_ended_runs_log_is_read(run_module, fake_service, load
 
 
 def test_wait_fails_on_a_running_job_that_prints_nothing_for_progress_timeout(run_module, fake_time, fake_service,
-                                                                             load, clock):
+                                                                              load, clock):
     """The pods' newest line is far older than progress_timeout: the wait fails naming it, the job is left."""
     fake_time(clock)
     service = fake_service(jobs={"mnist": load("jobs", "running")},
