@@ -161,9 +161,12 @@ class JobWaiter(object):
             return False
         if job_phase(job) != PHASE_RUNNING:
             return False
-        silence = self.liveness.silence(self._summaries, (self.now() - EPOCH).total_seconds())
-        if silence is None or silence["silent_seconds"] < self.progress_timeout:
-            return False
+        for fresh in (False, True):  # a stall is told from a read of now, never an older one
+            if fresh:
+                self.liveness.read(self._summaries, force=True)
+            silence = self.liveness.silence(self._summaries, (self.now() - EPOCH).total_seconds())
+            if silence is None or silence["silent_seconds"] < self.progress_timeout:
+                return False
         self.stall = dict(silence, progress_timeout=self.progress_timeout)
         return True
 
@@ -277,10 +280,11 @@ class Rank0Tail(object):
             parsed.append((line, (own - EPOCH).total_seconds() if own else kubelet_s, text))
         return parsed
 
-    def read(self, summaries):
-        """Read the tail of rank 0's log (or find rank 0) unless a read happened less than min_interval ago."""
+    def read(self, summaries, force=False):
+        """Read the tail of rank 0's log (or find rank 0) unless a read happened less than min_interval
+        ago (and not `force`)."""
         now = self.clock()
-        if self._last_read is not None and now - self._last_read < self.min_interval:
+        if not force and self._last_read is not None and now - self._last_read < self.min_interval:
             return
         self._last_read = now
         running = [s for s in summaries if any(c.get("state") == "running" for c in s.get("containers") or [])]

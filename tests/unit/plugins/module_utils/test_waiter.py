@@ -303,3 +303,22 @@ def test_a_job_not_running_is_never_called_stalled(load, fake_service, clock):
     waiter._summaries = summaries  # pylint: disable=protected-access
     assert not waiter._stalled(load("jobs", "created"))  # pylint: disable=protected-access
     assert waiter._stalled(load("jobs", "running"))  # pylint: disable=protected-access
+
+
+def test_a_stall_is_told_from_a_fresh_read_never_an_older_one(load, fake_service, clock):
+    """The last read (rate-limited) saw a line of 10:00:00; a line printed since must keep the job alive."""
+    from ansible_collections.trainfleet.training.plugins.module_utils.jobstatus import pod_summary  # pylint: disable=import-outside-toplevel
+    service = fake_service(logs={("mnist-worker-1", False): b"x\n"})
+    tail = w.Rank0Tail(service, "training", None, clock=clock)
+    summaries = [pod_summary(load("pods", "running_worker1"))]  # started 10:00:06
+    tail.read(summaries)
+    seconds = [50]
+    waiter = w.JobWaiter(service, "training", "mnist", clock=clock,
+                         now=lambda: _now() + datetime.timedelta(seconds=seconds[0]), progress_timeout=40, liveness=tail)
+    waiter._summaries = summaries  # pylint: disable=protected-access
+    service.logs[("mnist-worker-1", False)] = b"".join(b"step %d\n" % i for i in range(50))  # newest at 10:00:49
+    assert not waiter._stalled(load("jobs", "running"))  # pylint: disable=protected-access
+    # nothing new 51 s after that line: the fresh read confirms the stall
+    seconds[0] = 100
+    assert waiter._stalled(load("jobs", "running"))  # pylint: disable=protected-access
+    assert (waiter.stall["silent_seconds"], waiter.stall["last_line"]) == (51.0, "step 49")
