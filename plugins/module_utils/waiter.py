@@ -233,6 +233,11 @@ def pods_text(summaries):
                      for p in summaries) or "no pods"
 
 
+def _running(summaries):
+    """The pod summaries with a running container."""
+    return [s for s in summaries if any(c.get("state") == "running" for c in s.get("containers") or [])]
+
+
 class Rank0Tail(object):
     """Reads the end of rank 0's log while the job runs, for the progress line.
 
@@ -287,7 +292,7 @@ class Rank0Tail(object):
         if not force and self._last_read is not None and now - self._last_read < self.min_interval:
             return
         self._last_read = now
-        running = [s for s in summaries if any(c.get("state") == "running" for c in s.get("containers") or [])]
+        running = _running(summaries)
         if self.pod not in [s["name"] for s in running]:
             self.pod = None
         candidates = [s for s in running if s["name"] == self.pod] if self.pod else running[:self.MAX_PODS]
@@ -312,12 +317,12 @@ class Rank0Tail(object):
         """How long the running pods have been silent, from the last read: {silent_seconds (since the
         newest sign of life: a line any of them printed, or a container start), pod, last_line,
         last_line_at (the newest line read)}, or None when no pod runs or the last read read no log."""
-        running = [s for s in summaries if any(c.get("state") == "running" for c in s.get("containers") or [])]
+        running = _running(summaries)
         if not running or not self._read_ok:
             return None
-        starts = [(parse_time(c.get("started_at")) - EPOCH).total_seconds()
-                  for s in running for c in s.get("containers") or []
-                  if c.get("state") == "running" and parse_time(c.get("started_at"))]
+        started = [parse_time(c.get("started_at")) for s in running for c in s.get("containers") or []
+                   if c.get("state") == "running"]
+        starts = [(at - EPOCH).total_seconds() for at in started if at is not None]
         lines = [(self.newest[s["name"]][0], s["name"], self.newest[s["name"]][1]) for s in running if s["name"] in self.newest]
         if not starts and not lines:
             return None
