@@ -142,7 +142,9 @@ def result_lines(result, log_tail_lines, log=None):
                            ("torchrun restarts on rank 0's node", trainer.get("restarts"))))
     if resumed:
         lines.append(resumed)
-    lines.append("trainer result: " + json.dumps(trainer, sort_keys=True))
+    # what the script said, without the fields it did not (null: e.g. restarts from a script that
+    # does not count them)
+    lines.append("trainer result: " + json.dumps(dict((k, v) for k, v in trainer.items() if v is not None), sort_keys=True))
     return lines
 
 

@@ -48,6 +48,16 @@ def test_a_foreign_script_gets_no_blank_fields_no_question_marks_and_its_last_li
     assert "rank 0: pod j-worker-1 (decided by torchrun-log)" in lines
 
 
+def test_a_foreign_scripts_result_line_shows_only_what_it_said():
+    """restarts comes back null from a script that does not count them: no null in the summary."""
+    said = {"final_loss": 0.025, "epochs": 8, "world_size": 2, "resumed_from_epoch": 3, "restarts": None}
+    lines = summary_lines(result(trainer=said, rank0_method="torchrun-log"), "PyTorchJob")
+    assert "result: final loss 0.025, epochs 8, world size 2" in lines
+    assert "resumed from snapshot epoch 3" in lines
+    assert 'trainer result: {"epochs": 8, "final_loss": 0.025, "resumed_from_epoch": 3, "world_size": 2}' in lines
+    assert "null" not in "\n".join(lines) and "?" not in "\n".join(lines)
+
+
 def test_a_fallback_rank0_is_called_a_guess_with_the_way_to_be_sure():
     line = [l for l in summary_lines(result(rank0_method="fallback-master-0"), "PyTorchJob") if l.startswith("rank 0:")][0]
     assert line.startswith("rank 0: pod j-worker-1, a guess (fallback-master-0)") and "LOGLEVEL=INFO" in line
