@@ -21,6 +21,7 @@ import time
 
 RESULT_PREFIX = "trainfleet-job:"
 _RESULT_RE = re.compile(r"^trainfleet-job: rc=(-?\d+) seconds=(\d+)( timeout)?$")
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 # Run by `python -c` in a new session: runs argv with its output appended to the log, kills the
 # whole process group at the deadline, then appends the result line.
@@ -99,8 +100,9 @@ def tail(path, lines=1, max_bytes=65536):
             text = handle.read().decode("utf-8", "replace")
     except (IOError, OSError):
         return []
-    # Progress bars rewrite their line with \r: the last state is what counts.
-    out = [part.split("\r")[-1].rstrip() for part in text.splitlines()]
+    # Progress bars rewrite their line with \r: the last state is what counts. Colour codes (the
+    # Docker engine's classic builder paints a RUN step's stderr red) are left out.
+    out = [_ANSI_RE.sub("", part.split("\r")[-1]).rstrip() for part in text.splitlines()]
     return [line for line in out if line.strip()][-lines:]
 
 

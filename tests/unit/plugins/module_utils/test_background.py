@@ -25,6 +25,14 @@ def test_success_and_last_line(tmp_path):
     assert open(log).read().rstrip().splitlines()[-1].startswith("trainfleet-job: rc=0 seconds=")
 
 
+def test_colour_codes_are_left_out_of_the_last_lines(tmp_path):
+    """The classic builder paints a RUN step's stderr: \x1b[91m...\x1b[0m."""
+    log = tmp_path / "c.log"
+    log.write_text("\x1b[91m+ rm -rf /usr/share/doc/apt\x1b[0m\n\x1b[91m+ apt-get clean\x1b[0m\n")
+    assert bg.tail(str(log), 2) == ["+ rm -rf /usr/share/doc/apt", "+ apt-get clean"]
+    assert bg.status(str(log))["last_line"] == "+ apt-get clean"
+
+
 def test_failure_message_names_job_rc_log_and_tail(tmp_path):
     log = str(tmp_path / "b.log")
     bg.start(["bash", "-c", "echo building; echo 'no space left' >&2; exit 4"], log, timeout=30)
