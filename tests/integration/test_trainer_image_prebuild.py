@@ -26,6 +26,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK_TIMEOUT = 300
 MARK = "PREBUILD_RESULT "
+RESULT_MSG = "{{ {'ref': trainer_image_ref, 'id': image_id.stdout, 'build': __trainer_image_build.stdout | default('')} | to_json }}"
 DOCKERFILE = """ARG BASE_IMAGE
 FROM ${BASE_IMAGE}
 ARG PREBUILD_ARG=0
@@ -98,8 +99,7 @@ def test_prebuild_shares_the_build_cache(tmp_path, names):
             {"ansible.builtin.command": {"argv": ["docker", "image", "inspect", "--format", "{{ '{{' }}.Id{{ '}}' }}",
                                                   "{{ trainer_image_ref }}"]},
              "register": "image_id"},
-            {"ansible.builtin.debug": {"msg": MARK + "{{ {'ref': trainer_image_ref, 'id': image_id.stdout,"
-                                              " 'build': __trainer_image_build.stdout | default('')} | to_json }}"}},
+            {"ansible.builtin.debug": {"msg": MARK + RESULT_MSG}},
         ]}
     second = dict(first, name="warm", tasks=[dict(prebuild, register="again"),
                                              {"ansible.builtin.debug": {"msg": MARK + "{{ {'skipped': true} | to_json }}"}}])
@@ -119,9 +119,8 @@ def test_prebuild_shares_the_build_cache(tmp_path, names):
     # The role's image is the early build's image, every step of its build from the cache.
     assert result["id"].startswith("sha256:" + built[-1]), (result, prebuild_log)
     steps = re.split(r"^Step \d+/\d+ : ", result["build"], flags=re.M)[1:]
-    after_from = [step for step in steps[2:]]
     assert len(steps) == 7 and steps[1].startswith("FROM"), result["build"]
-    assert all("Using cache" in step for step in after_from), result["build"]
+    assert all("Using cache" in step for step in steps[2:]), result["build"]
     assert result["ref"].startswith(repository + ":"), result
 
     mtime = log.stat().st_mtime_ns
