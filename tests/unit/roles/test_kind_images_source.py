@@ -167,13 +167,26 @@ def _includes(path):
     return [(task["ansible.builtin.include_tasks"]["file"], task.get("when")) for task in tasks]
 
 
+def test_the_debian_bases_are_imported_before_the_wait_for_the_go_builds():
+    """debootstrap starts with the Go builds; the bases (the trainer image's early build waits for
+    its own) are imported before the Go builds are waited for."""
+    with open(os.path.join(ROLE, "tasks", "binaries.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    names = [task["name"] for task in tasks]
+    start = names.index("Start the missing Go builds and debootstrap in the background")
+    assert tasks[start]["trainfleet.training.background_job"]["jobs"] == "{{ _kind_images_go_jobs + _kind_images_rootfs_job }}"
+    bases = names.index("Build the Debian base images")
+    assert tasks[bases]["ansible.builtin.include_tasks"]["file"] == "base.yml" and "when" not in tasks[bases]
+    assert start < bases < names.index("Wait for the Go builds")
+
+
 def test_build_branch_keeps_its_task_sequence_and_fast_path():
     steps = _includes(os.path.join(ROLE, "tasks", "main.yml"))
     files = [step[0] for step in steps]
-    assert files == ["preflight.yml", "source.yml", "tools.yml", "fingerprint.yml", "binaries.yml", "base.yml",
+    assert files == ["preflight.yml", "source.yml", "tools.yml", "fingerprint.yml", "binaries.yml",
                      "components.yml", "node.yml", "pull.yml", "stamp.yml"]
     when = dict(steps)
-    for name in ("binaries.yml", "base.yml", "components.yml", "node.yml"):
+    for name in ("binaries.yml", "components.yml", "node.yml"):
         assert when[name] == "not _kind_images_up_to_date and _kind_images_source == 'build'", name
     assert when["pull.yml"] == "not _kind_images_up_to_date and _kind_images_source == 'pull'"
     assert when["stamp.yml"] == "not _kind_images_up_to_date and not ansible_check_mode"
