@@ -3,7 +3,7 @@
 # TRAINFLEET_CACHE (Go's module and build caches in it), no trainfleet images in the Docker engine
 # and no trainfleet cluster, registry or local AWS endpoint. Prints the time of setup and of each
 # step (the progress callback's STEP TIMES table) and the total. Not part of make test: it builds
-# everything (~40 min on 2 cores).
+# everything (about 20 min on 2 cores here).
 # Usage: scripts/cold_demo.sh [--keep-cache]
 #   By default the cold stack is torn down at the end and its temporary cache removed (an earlier
 #   stack was torn down at the start). --keep-cache leaves both and prints how to tear them down.
