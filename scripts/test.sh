@@ -196,6 +196,18 @@ wait_live() {
   wait "$pid"
 }
 
+# The last lines of make test are what a CI page shows: after the clocks, a failed live lane's
+# last three failed tasks (not those ansible went on from), each with its TASK line, cut to 700 chars.
+live_failures() {
+  step "the live lane's failed tasks (whole log: ${LIVE_LOG#"$ROOT"/})"
+  sed 's/\x1b\[[0-9;]*m//g' "$LIVE_LOG" | awk '
+    /^TASK \[/ { task = $0 }
+    /^(fatal|failed): \[/ { n++; t[n] = task; f[n] = substr($0, 1, 700); next }
+    /^\.\.\.ignoring/ { if (n) n-- }
+    / ➜ .*Executed: Failed/ { m = $0 }
+    END { for (i = (n > 3 ? n - 2 : 1); i <= n; i++) print t[i] "\n  " f[i]; if (m) print m }'
+}
+
 run_all() {
   local start rc_compute=0 rc_live=0
   rm -rf "$REPORTS"; mkdir -p "$REPORTS"
@@ -216,6 +228,7 @@ run_all() {
     tail -n 200 "$LIVE_LOG"
   fi
   print_clocks
+  [ "$rc_live" -eq 0 ] || live_failures
   [ "$rc_compute" -eq 0 ] && [ "$rc_live" -eq 0 ] || exit 1
   check_reports
   echo "make test: all suites passed in $(( $(date +%s) - start ))s"
