@@ -6,7 +6,7 @@
 From what the API server keeps: the job's creationTimestamp (submitted), each pod's PodScheduled
 condition (scheduled), the kubelet's Pulling/Pulled events (image pull, and how long it took:
 "Successfully pulled image "x" in 1.2s (1.2s including waiting)"; "Container image "x" already
-present on machine" when nothing was pulled), the containers' startedAt (started), and the
+present on machine" when nothing was pulled), the containers' first startedAt (started), and the
 job's Succeeded/Failed condition (finished). From rank 0's log: the trainer's rank line (printed
 once the rendezvous is complete) and its first epoch line, at the trainer's own time= or, for
 older trainers, the kubelet's timestamp of the line.
@@ -105,15 +105,35 @@ def _scheduled(pod):
     return None
 
 
-def _containers_started(pod):
-    """The latest startedAt of the pod's main containers (running or terminated), None until all started."""
+def _started_events(events, pod_name):
+    """{container name: the first time the kubelet said it started it} from the pod's Started events
+    (aggregated by the API server: firstTimestamp is the first start, whatever the restarts since)."""
+    firsts = {}
+    for event in events or []:
+        involved = event.get("involvedObject") or event.get("regarding") or {}
+        if event.get("reason") != "Started" or involved.get("kind", "Pod") != "Pod" or involved.get("name") != pod_name:
+            continue
+        match = re.match(r"spec\.containers\{(?P<name>[^}]+)\}$", involved.get("fieldPath") or "")
+        when = parse_time(_event_time(event))
+        if match and when and (match.group("name") not in firsts or when < firsts[match.group("name")]):
+            firsts[match.group("name")] = when
+    return firsts
+
+
+def _containers_started(pod, events=None):
+    """When the pod's last main container first started (None until all started): a container that
+    restarted counts from its first start (its previous run's startedAt, or the kubelet's first
+    Started event), so a restart later in the run does not move the start-up step after it."""
     latest = None
     statuses = dig(pod, "status", "containerStatuses", default=[]) or []
+    first_events = _started_events(events, dig(pod, "metadata", "name"))
     for cstatus in statuses:
         state = cstatus.get("state") or {}
         started = parse_time((state.get("running") or state.get("terminated") or {}).get("startedAt"))
         if started is None:
             return None
+        earlier = [parse_time(dig(cstatus, "lastState", "terminated", "startedAt")), first_events.get(cstatus.get("name"))]
+        started = min([started] + [t for t in earlier if t is not None])
         latest = started if latest is None or started > latest else latest
     return format_time(latest)
 
@@ -125,7 +145,7 @@ def pod_timeline(pod, events):
     entry = {"pod": meta.get("name"), "node": dig(pod, "spec", "nodeName"),
              "created": meta.get("creationTimestamp"), "scheduled": _scheduled(pod)}
     entry.update(pull_events(events, meta.get("name")))
-    entry["containers_started"] = _containers_started(pod)
+    entry["containers_started"] = _containers_started(pod, events)
     return entry
 
 

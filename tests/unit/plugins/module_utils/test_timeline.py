@@ -112,6 +112,32 @@ def test_timeline_of_a_cold_start_names_every_step_and_the_time_between_them():
     assert lines[6].split()[:2] == ["+19.0s", "finished"]
 
 
+def test_a_container_restarted_after_the_rendezvous_keeps_the_start_up_steps_in_order():
+    """Worker-0's container restarted at 10:01:00 (after rank 0's rendezvous at 10:00:46): the step
+    is its first start, from its previous run's startedAt or, after several restarts, the kubelet's
+    first Started event; without either the restart time is all there is."""
+    data = _recorded()
+    pods = [dict(p) for p in data["pods"]]
+    restarted = dict(pods[0]["status"])
+    restarted["containerStatuses"] = [dict(restarted["containerStatuses"][0], restartCount=2,
+                                           state={"running": {"startedAt": "2025-03-01T10:01:00Z"}},
+                                           lastState={"terminated": {"startedAt": "2025-03-01T10:00:55Z"}})]
+    pods[0] = dict(pods[0], status=restarted)
+    started = {"reason": "Started", "firstTimestamp": "2025-03-01T10:00:44Z", "lastTimestamp": "2025-03-01T10:01:00Z",
+               "involvedObject": {"kind": "Pod", "name": pods[0]["metadata"]["name"], "fieldPath": "spec.containers{pytorch}"}}
+    timeline = tl.job_timeline(data["job"], pods, data["events"] + [started], rendezvous="2025-03-01T10:00:46Z")
+    times = dict((s["step"], s["time"]) for s in timeline["steps"])
+    assert times["containers_started"] == "2025-03-01T10:00:45Z" < times["rendezvous"]
+    assert timeline["pods"][0]["containers_started"] == "2025-03-01T10:00:44Z"
+    # without the event: the previous run's start is the earliest known
+    timeline = tl.job_timeline(data["job"], pods, data["events"], rendezvous="2025-03-01T10:00:46Z")
+    assert timeline["pods"][0]["containers_started"] == "2025-03-01T10:00:55Z"
+    # an event of another container or pod changes nothing
+    other = dict(started, involvedObject=dict(started["involvedObject"], fieldPath="spec.initContainers{init-pytorch}"))
+    timeline = tl.job_timeline(data["job"], pods, data["events"] + [other], rendezvous="2025-03-01T10:00:46Z")
+    assert timeline["pods"][0]["containers_started"] == "2025-03-01T10:00:55Z"
+
+
 def test_timeline_of_a_job_still_pulling_leaves_the_later_steps_open():
     data = _recorded()
     job = dict(data["job"], status={"conditions": [{"type": "Created", "status": "True",
