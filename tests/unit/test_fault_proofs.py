@@ -219,7 +219,8 @@ def run_cases(tmp_path, cases):
     playbook = tmp_path / "proofs.yml"
     playbook.write_text("---" + "".join(plays))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_STDOUT_CALLBACK="default")
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_STDOUT_CALLBACK="default",
+               ANSIBLE_FILTER_PLUGINS=os.path.join(ROOT, "molecule", "default", "filter_plugins"))
     playbook_bin = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
     if not os.path.exists(playbook_bin):
         playbook_bin = "ansible-playbook"
