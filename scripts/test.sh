@@ -163,7 +163,7 @@ check_reports() {
 # other suite, one after the other, beside it. The live lane's output goes to $LIVE_LOG; while the
 # compute lane is done and the live lane is not, one line every 30 s says what it is doing; a
 # failed live lane prints the last 200 lines of its log.
-LIVE_LOG=$ROOT/out/test-live.log
+LIVE_LOG=${LIVE_LOG:-$ROOT/out/test-live.log}
 LIVE_SCENARIOS=${LIVE_SCENARIOS:-default existing}
 
 stop_live() {
@@ -196,16 +196,19 @@ wait_live() {
   wait "$pid"
 }
 
-# The last lines of make test are what a CI page shows: after the clocks, a failed live lane's
-# last three failed tasks (not those ansible went on from), each with its TASK line, cut to 700 chars.
+# The last lines of make test are what a CI page shows: after the clocks, a failed live lane's last
+# failed task (one ansible did not go on from: not followed by "...ignoring"), its TASK line and the
+# first 20 lines of its message, from the log without colours and molecule's "│" margin.
 live_failures() {
-  step "the live lane's failed tasks (whole log: ${LIVE_LOG#"$ROOT"/})"
-  sed 's/\x1b\[[0-9;]*m//g' "$LIVE_LOG" | awk '
-    /^TASK \[/ { task = $0 }
-    /^(fatal|failed): \[/ { n++; t[n] = task; f[n] = substr($0, 1, 700); next }
-    /^\.\.\.ignoring/ { if (n) n-- }
-    / ➜ .*Executed: Failed/ { m = $0 }
-    END { for (i = (n > 3 ? n - 2 : 1); i <= n; i++) print t[i] "\n  " f[i]; if (m) print m }'
+  step "the live lane's last failed task (whole log: ${LIVE_LOG#"$ROOT"/})"
+  sed -e 's/\x1b\[[0-9;]*m//g' -e 's/^[[:space:]]*│ \{0,1\}//' "$LIVE_LOG" | awk '
+    /^TASK \[/ { task = $0; taking = 0; next }
+    /^(fatal|failed): \[/ { taking = 1; n = 0; body = task }
+    /^\.\.\.ignoring/ { taking = 0; body = ""; next }
+    taking && (/^[[:space:]]*$/ || /^PLAY / || / ➜ /) { taking = 0 }
+    taking && n < 20 { body = body "\n  " $0; n++ }
+    / ➜ .*Executed: Failed/ { failed = $0 }
+    END { if (body != "") print body; if (failed != "") print failed }'
 }
 
 run_all() {
@@ -256,6 +259,7 @@ case "${1:-all}" in
   trainer) run_trainer ;;
   molecule) run_molecule ;;
   fast) run_fast ;;
+  live-failures) live_failures ;;
   all) run_all ;;
-  *) echo "usage: $0 [all|fast|lint|sanity|unit|integration|collection|adversarial|trainer|molecule]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|fast|lint|sanity|unit|integration|collection|adversarial|trainer|molecule|live-failures]" >&2; exit 2 ;;
 esac
