@@ -188,7 +188,7 @@ compute_lane() {
 wait_live() {
   local pid=$1 started=$2 last
   while kill -0 "$pid" 2>/dev/null; do
-    last=$(tail -c 4000 "$LIVE_LOG" 2>/dev/null | tr -d '\r' | sed 's/\x1b\[[0-9;]*m//g' | grep -v '^[[:space:]│]*$' | tail -n 1 | cut -c1-160)
+    last=$(tail -c 4000 "$LIVE_LOG" 2>/dev/null | tr -d '\r' | sed 's/\x1b\[[0-9;]*m//g' | grep -a -v '^[[:space:]│]*$' | tail -n 1 | cut -c1-160)
     printf '  live lane (%s) running, %dm%02ds: %s\n' "$LIVE_SCENARIOS" $(( ($(date +%s) - started) / 60 )) \
       $(( ($(date +%s) - started) % 60 )) "$last"
     for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
