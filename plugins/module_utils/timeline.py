@@ -68,6 +68,14 @@ def _event_time(event):
             or dig(event, "metadata", "creationTimestamp"))
 
 
+def _pod_events(events, pod_name):
+    """The events about pod `pod_name` (core/v1 involvedObject or events.k8s.io regarding)."""
+    for event in events or []:
+        involved = event.get("involvedObject") or event.get("regarding") or {}
+        if involved.get("kind", "Pod") == "Pod" and involved.get("name") == pod_name:
+            yield event
+
+
 def pull_events(events, pod_name):
     """What the kubelet's events say about a pod's image pulls: pull_started, pulled (RFC 3339),
     pull_seconds (summed over the images pulled), images_present (True when every image was
@@ -75,10 +83,7 @@ def pull_events(events, pod_name):
     started = pulled = None
     seconds = None
     present = None
-    for event in events or []:
-        involved = event.get("involvedObject") or event.get("regarding") or {}
-        if involved.get("kind", "Pod") != "Pod" or involved.get("name") != pod_name:
-            continue
+    for event in _pod_events(events, pod_name):
         when = parse_time(_event_time(event))
         message = event.get("message") or event.get("note") or ""
         if event.get("reason") == "Pulling" and when and (started is None or when < started):
@@ -109,10 +114,10 @@ def _started_events(events, pod_name):
     """{container name: the first time the kubelet said it started it} from the pod's Started events
     (aggregated by the API server: firstTimestamp is the first start, whatever the restarts since)."""
     firsts = {}
-    for event in events or []:
-        involved = event.get("involvedObject") or event.get("regarding") or {}
-        if event.get("reason") != "Started" or involved.get("kind", "Pod") != "Pod" or involved.get("name") != pod_name:
+    for event in _pod_events(events, pod_name):
+        if event.get("reason") != "Started":
             continue
+        involved = event.get("involvedObject") or event.get("regarding") or {}
         match = re.match(r"spec\.containers\{(?P<name>[^}]+)\}$", involved.get("fieldPath") or "")
         when = parse_time(_event_time(event))
         if match and when and (match.group("name") not in firsts or when < firsts[match.group("name")]):

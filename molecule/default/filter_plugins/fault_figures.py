@@ -61,9 +61,9 @@ def fault_figures(job, read, seen, fault, job_info):
     first_resume = resumes_after[0] if resumes_after else {}
     last_resume_s = float(resumes[-1]["epoch_s"]) if resumes else 0.0
     before = [line for line in lines if line["epoch_s"] < at]
-    last_epoch_before = max([0] + [_trainer(line, "epoch") for line in _of_kind(before, "epoch")])
-    last_snapshot_before = max([0] + [_trainer(line, "epoch") for line in _of_kind(before, "snapshot")])
     epochs_before = _of_kind(before, "epoch")
+    last_epoch_before = max([0] + [_trainer(line, "epoch") for line in epochs_before])
+    last_snapshot_before = max([0] + [_trainer(line, "epoch") for line in _of_kind(before, "snapshot")])
     first_progress = {}
     if first_resume:
         first_progress = next((line for line in epochs
