@@ -1,6 +1,10 @@
-"""Fail unless the JUnit reports of a test run add up to at least one executed, passing test."""
+"""Fail unless the JUnit reports of a test run add up to at least one executed, passing test.
+
+With --failures: print each failed test of the reports and the first lines of its message (make
+test's last lines, what a CI page shows, when a suite of the compute lane failed)."""
 import os
 import pathlib
+import re
 import sys
 import xml.etree.ElementTree as ET
 
@@ -15,6 +19,26 @@ def skip_reasons(root):
 # Skip reason of the ClusterConfig tests when eksctl's schema file is missing (tests/support/eksctl.py).
 # make test needs them run unless TRAINFLEET_REQUIRE_EKSCTL_SCHEMA=0.
 SCHEMA_SKIP = "eksctl ClusterConfig schema missing"
+
+
+def failures(report_dir: str, lines: int = 12) -> int:
+    """Print each failed or erroring test case: its name, then the first `lines` lines of its message."""
+    count = 0
+    for path in sorted(pathlib.Path(report_dir).glob("*.xml")):
+        for case in ET.parse(path).getroot().iter("testcase"):
+            for problem in case.findall("failure") + case.findall("error"):
+                count += 1
+                print(f"{path.stem}: {problem.tag.upper()} {case.get('classname', '')}::{case.get('name', '')}")
+                message = [line for line in (problem.get("message") or "").splitlines() if line.strip()]
+                for line in message[:lines]:
+                    print("  " + line[:200])
+                # pytest's traceback ends with the failing line's place: "path.py:115: AssertionError".
+                where = [line for line in (problem.text or "").splitlines() if re.match(r"^\S+\.py:\d+: ", line)]
+                if where:
+                    print("  at " + where[-1][:200])
+    if not count:
+        print("no failed test in the reports (the suite failed before or outside its tests: see its output above)")
+    return 0
 
 
 def main(report_dir: str) -> int:
@@ -44,4 +68,6 @@ def main(report_dir: str) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--failures":
+        sys.exit(failures(sys.argv[2]))
     sys.exit(main(sys.argv[1]))

@@ -45,3 +45,38 @@ def test_the_last_lines_name_the_failed_task_and_its_message(tmp_path):
     assert '"msg": "Status code was -1 and not [200]: Connection refused"' in proc.stdout
     assert lines[-1] == "INFO     default \u279c verify: Executed: Failed (Ansible return code was 2)"
     assert "ignored one" not in proc.stdout and "rescued one" not in proc.stdout and "\x1b[" not in proc.stdout
+
+
+JUNIT = """\
+<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" errors="0" failures="1" skipped="0" tests="2">
+<testcase classname="tests.integration.test_prebuild" name="test_shares" time="9.1">
+<failure message="AssertionError: waiting for the base image b (1s)&#10;assert 'b (0s)' in 'b (1s)'">def test_shares():
+&gt;       assert "(0s)" in log, log
+E       AssertionError: waiting for the base image b (1s)
+
+tests/integration/test_prebuild.py:115: AssertionError</failure></testcase>
+<testcase classname="tests.integration.test_prebuild" name="test_passes" time="0.1"/>
+</testsuite></testsuites>
+"""
+
+
+def test_a_failed_compute_suite_names_its_failed_tests_last(tmp_path):
+    (tmp_path / "integration.xml").write_text(JUNIT, encoding="utf-8")
+    (tmp_path / "unit.xml").write_text('<testsuite name="pytest" tests="1"><testcase classname="u" name="ok"/></testsuite>')
+    proc = subprocess.run(["python", os.path.join(ROOT, "scripts", "count_tests.py"), "--failures", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "integration: FAILURE tests.integration.test_prebuild::test_shares",
+        "  AssertionError: waiting for the base image b (1s)",
+        "  assert 'b (0s)' in 'b (1s)'",
+        "  at tests/integration/test_prebuild.py:115: AssertionError",
+    ]
+
+
+def test_reports_without_a_failed_test_say_so(tmp_path):
+    (tmp_path / "unit.xml").write_text('<testsuite name="pytest" tests="1"><testcase classname="u" name="ok"/></testsuite>')
+    proc = subprocess.run(["python", os.path.join(ROOT, "scripts", "count_tests.py"), "--failures", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0 and "no failed test in the reports" in proc.stdout, proc.stdout
