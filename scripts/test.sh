@@ -198,10 +198,11 @@ wait_live() {
 
 # The last lines of make test are what a CI page shows: after the clocks, a failed live lane's last
 # failed task (one ansible did not go on from: not followed by "...ignoring"), its TASK line and the
-# first 20 lines of its message, from the log without colours and molecule's "│" margin.
-live_failures() {
-  step "the live lane's last failed task (whole log: ${LIVE_LOG#"$ROOT"/})"
-  sed -e 's/\x1b\[[0-9;]*m//g' -e 's/^[[:space:]]*│ \{0,1\}//' "$LIVE_LOG" | awk '
+# first 20 lines of its message, from the log without colours and molecule's "│" margin; the same
+# for each playbook molecule default's side_effect ran beside its proofs (out/side-effect-*.log)
+# whose recap counts a failure.
+last_failed_task() {
+  sed -e 's/\x1b\[[0-9;]*m//g' -e 's/^[[:space:]]*│ \{0,1\}//' "$1" | awk '
     /^TASK \[/ { task = $0; taking = 0; next }
     /^(fatal|failed): \[/ { taking = 1; n = 0; body = task }
     /^\.\.\.ignoring/ { taking = 0; body = ""; next }
@@ -209,6 +210,16 @@ live_failures() {
     taking && n < 20 { body = body "\n  " $0; n++ }
     / ➜ .*Executed: Failed/ { failed = $0 }
     END { if (body != "") print body; if (failed != "") print failed }'
+}
+live_failures() {
+  local log
+  step "the live lane's last failed task (whole log: ${LIVE_LOG#"$ROOT"/})"
+  last_failed_task "$LIVE_LOG"
+  for log in "$(dirname "$LIVE_LOG")"/side-effect-*.log; do
+    [ -f "$log" ] && grep -aqE '^localhost +: ok=[0-9]+ +changed=[0-9]+ +unreachable=[0-9]+ +failed=[1-9]' "$log" || continue
+    step "its last failed task in ${log#"$ROOT"/} (a playbook side_effect ran beside its proofs)"
+    last_failed_task "$log"
+  done
 }
 
 run_all() {

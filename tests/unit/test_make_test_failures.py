@@ -80,3 +80,24 @@ def test_reports_without_a_failed_test_say_so(tmp_path):
     proc = subprocess.run(["python", os.path.join(ROOT, "scripts", "count_tests.py"), "--failures", str(tmp_path)],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0 and "no failed test in the reports" in proc.stdout, proc.stdout
+
+
+def test_a_failed_playbook_run_beside_the_proofs_shows_its_own_failed_task(tmp_path):
+    log = tmp_path / "test-live.log"
+    log.write_text(LOG, encoding="utf-8")
+    (tmp_path / "side-effect-own-code.log").write_text(
+        "TASK [Own code ran]\nok: [localhost]\n\nPLAY RECAP\n"
+        "localhost                  : ok=40   changed=3    unreachable=0    failed=0    skipped=2\n", encoding="utf-8")
+    (tmp_path / "side-effect-launchers.log").write_text(
+        "TASK [The MPIJob Succeeded on digits with rank 0 in the launcher's log]\n"
+        "fatal: [localhost]: FAILED! => {\n    \"msg\": \"MPIJob: phase Failed\"\n}\n\nPLAY RECAP\n"
+        "localhost                  : ok=12   changed=2    unreachable=0    failed=1    skipped=0\n", encoding="utf-8")
+    proc = subprocess.run(["bash", os.path.join(ROOT, "scripts", "test.sh"), "live-failures"], cwd=ROOT,
+                          env=dict(os.environ, LIVE_LOG=str(log)), capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "Connection refused" in out and "side-effect-own-code.log" not in out
+    tail = out[out.index("side-effect-launchers.log"):].splitlines()
+    assert tail[1:] == ["TASK [The MPIJob Succeeded on digits with rank 0 in the launcher's log]",
+                        "  fatal: [localhost]: FAILED! => {", '      "msg": "MPIJob: phase Failed"', "  }"], out
