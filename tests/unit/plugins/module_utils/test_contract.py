@@ -90,3 +90,9 @@ def test_every_problem_is_reported_at_once_in_order():
     contract["storage"]["class_name"] = "X"
     assert [p.split(" ")[0] for p in problems(contract, "aws", ["x"])] == [
         "platform_aws_context", "platform_aws_storage_class", "platform_launchers"]
+
+
+def test_data_name_is_the_one_rule_for_the_bucket_and_the_claim():
+    from ansible_collections.trainfleet.training.plugins.module_utils.names import data_name
+    assert data_name("trainfleet") == "trainfleet-data"
+    assert data_name("team-a") == "team-a-data"
