@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-REPORTS=$ROOT/out/test-reports
+REPORTS=${TRAINFLEET_TEST_REPORTS:-$ROOT/out/test-reports}
 mkdir -p "$REPORTS"
 export ANSIBLE_CONFIG=$ROOT/ansible.cfg
 # Bytecode of every Python file the suites import (the collection's plugins and module_utils in each
@@ -42,12 +42,14 @@ cpu_now() {
   CPU_NOW=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, t, "m"); sub("s", "", t[2]); s += t[1] * 60 + t[2] }
                  printf "%d", s }' "$REPORTS/.times.$$")
 }
+# Each suite's output also goes to $REPORTS/<name>.log: a failed suite's last lines are printed
+# again at the end of make test (compute_failures), where a CI page shows them.
 timed() {
   local name=$1 start rc=0 cpu_start
   shift
   start=$(date +%s)
   cpu_now; cpu_start=$CPU_NOW
-  "$@" || rc=$?
+  { "$@" 2>&1 | tee "$REPORTS/$name.log"; rc=${PIPESTATUS[0]}; } || true
   cpu_now
   printf '%s\t%s\t%s\t%s\n' "$name" "$(( $(date +%s) - start ))" "$rc" "$(( CPU_NOW - cpu_start ))" >> "$CLOCKS"
   return "$rc"
@@ -222,6 +224,19 @@ live_failures() {
   done
 }
 
+# After a failed compute lane (the live lane was stopped): the failed suite's last 25 lines (lint
+# and sanity write no JUnit report), then every failed test of the JUnit reports.
+compute_failures() {
+  local name rc
+  while IFS=$'\t' read -r name _ rc _; do
+    [ "$rc" != 0 ] || continue
+    step "$name failed (exit $rc): its last 25 lines (all of them: ${REPORTS#"$ROOT"/}/$name.log)"
+    sed 's/\x1b\[[0-9;]*m//g' "$REPORTS/$name.log" | grep -a -v '^[[:space:]]*$' | tail -n 25
+  done < "$CLOCKS"
+  step "the compute lane's failed tests (the live lane was stopped: ${LIVE_LOG#"$ROOT"/})"
+  python scripts/count_tests.py --failures "$REPORTS"
+}
+
 run_all() {
   local start rc_compute=0 rc_live=0
   rm -rf "$REPORTS"; mkdir -p "$REPORTS"
@@ -245,8 +260,7 @@ run_all() {
   # What failed, last: a stopped live lane's last failed task would be noise (a failure its play
   # expected and had not yet rescued when it was stopped).
   if [ "$rc_compute" -ne 0 ]; then
-    step "the compute lane's failed tests (the live lane was stopped: ${LIVE_LOG#"$ROOT"/})"
-    python scripts/count_tests.py --failures "$REPORTS"
+    compute_failures
   elif [ "$rc_live" -ne 0 ]; then
     live_failures
   fi
@@ -278,6 +292,7 @@ case "${1:-all}" in
   molecule) run_molecule ;;
   fast) run_fast ;;
   live-failures) live_failures ;;
+  compute-failures) compute_failures ;;
   all) run_all ;;
-  *) echo "usage: $0 [all|fast|lint|sanity|unit|integration|collection|adversarial|trainer|molecule|live-failures]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|fast|lint|sanity|unit|integration|collection|adversarial|trainer|molecule|live-failures|compute-failures]" >&2; exit 2 ;;
 esac

@@ -101,3 +101,26 @@ def test_a_failed_playbook_run_beside_the_proofs_shows_its_own_failed_task(tmp_p
     tail = out[out.index("side-effect-launchers.log"):].splitlines()
     assert tail[1:] == ["TASK [The MPIJob Succeeded on digits with rank 0 in the launcher's log]",
                         "  fatal: [localhost]: FAILED! => {", '      "msg": "MPIJob: phase Failed"', "  }"], out
+
+
+def test_a_failed_compute_suite_without_a_junit_report_shows_its_last_lines(tmp_path):
+    """lint and sanity write no JUnit report: their own last lines say why (timed keeps each suite's output)."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "suite-times.tsv").write_text("lint\t83\t2\t74\nmolecule-aws\t90\t0\t70\n", encoding="utf-8")
+    (reports / "lint.log").write_text(
+        "==> ansible-lint (production profile)\n" + "".join("checked %d\n" % i for i in range(40))
+        + "\x1b[31myaml[line-length]\x1b[0m: Line too long (175 > 160 characters)\n"
+        "roles/platform/tasks/existing/contract.yml:21\n\nFailed: 1 failure(s)\n", encoding="utf-8")
+    (reports / "molecule-aws.log").write_text("all fine\n", encoding="utf-8")
+    proc = subprocess.run(["bash", os.path.join(ROOT, "scripts", "test.sh"), "compute-failures"], cwd=ROOT,
+                          env=dict(os.environ, TRAINFLEET_TEST_REPORTS=str(reports), LIVE_LOG=str(tmp_path / "live.log")),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "lint failed (exit 2): its last 25 lines" in out and "molecule-aws failed" not in out
+    lines = out[out.index("lint failed"):out.index("\n==> the compute lane's failed tests")].strip().splitlines()
+    assert lines[1:] == ["checked %d" % i for i in range(18, 40)] + [
+        "yaml[line-length]: Line too long (175 > 160 characters)", "roles/platform/tasks/existing/contract.yml:21",
+        "Failed: 1 failure(s)"], out
+    assert "no failed test in the reports" in out
