@@ -32,10 +32,12 @@ def failures(report_dir: str, lines: int = 12) -> int:
                 message = [line for line in (problem.get("message") or "").splitlines() if line.strip()]
                 for line in message[:lines]:
                     print("  " + line[:200])
-                # pytest's traceback ends with the failing line's place: "path.py:115: AssertionError".
+                # pytest's traceback names each place as "path.py:115: AssertionError": the last one
+                # in this project's code (not a library's), else the last one.
                 where = [line for line in (problem.text or "").splitlines() if re.match(r"^\S+\.py:\d+: ", line)]
+                ours = [line for line in where if "site-packages" not in line]
                 if where:
-                    print("  at " + where[-1][:200])
+                    print("  at " + (ours or where)[-1][:200])
     if not count:
         print("no failed test in the reports (the suite failed before or outside its tests: see its output above)")
     return 0

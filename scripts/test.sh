@@ -224,8 +224,9 @@ live_failures() {
   done
 }
 
-# After a failed compute lane (the live lane was stopped): the failed suite's last 25 lines (lint
-# and sanity write no JUnit report), then every failed test of the JUnit reports.
+# After a failed compute lane (make test stops the live lane then) or make test-fast: the failed
+# suite's last 25 lines (lint and sanity write no JUnit report), then every failed test of the
+# JUnit reports.
 compute_failures() {
   local name rc
   while IFS=$'\t' read -r name _ rc _; do
@@ -233,7 +234,7 @@ compute_failures() {
     step "$name failed (exit $rc): its last 25 lines (all of them: ${REPORTS#"$ROOT"/}/$name.log)"
     sed 's/\x1b\[[0-9;]*m//g' "$REPORTS/$name.log" | grep -a -v '^[[:space:]]*$' | tail -n 25
   done < "$CLOCKS"
-  step "the compute lane's failed tests (the live lane was stopped: ${LIVE_LOG#"$ROOT"/})"
+  step "the failed tests of the JUnit reports (${REPORTS#"$ROOT"/})"
   python scripts/count_tests.py --failures "$REPORTS"
 }
 
@@ -276,7 +277,7 @@ run_fast() {
   start=$(date +%s)
   { timed lint run_lint && timed sanity run_sanity && timed unit run_unit; } || rc=$?
   print_clocks
-  [ "$rc" -eq 0 ] || exit 1
+  [ "$rc" -eq 0 ] || { compute_failures; exit 1; }
   check_reports
   echo "make test-fast: lint, sanity and unit passed in $(( $(date +%s) - start ))s"
 }

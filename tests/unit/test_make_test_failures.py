@@ -119,7 +119,7 @@ def test_a_failed_compute_suite_without_a_junit_report_shows_its_last_lines(tmp_
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "lint failed (exit 2): its last 25 lines" in out and "molecule-aws failed" not in out
-    lines = out[out.index("lint failed"):out.index("\n==> the compute lane's failed tests")].strip().splitlines()
+    lines = out[out.index("lint failed"):out.index("\n==> the failed tests of the JUnit reports")].strip().splitlines()
     assert lines[1:] == ["checked %d" % i for i in range(18, 40)] + [
         "yaml[line-length]: Line too long (175 > 160 characters)", "roles/platform/tasks/existing/contract.yml:21",
         "Failed: 1 failure(s)"], out

@@ -77,10 +77,13 @@ ANSIBLE_FILTERS = ("combine", "regex_replace", "to_json", "bool")
 def _filters():
     """Ansible's core filters the templates use, and ours (the pods' settings, computed in Python)."""
     from ansible_collections.trainfleet.training.plugins.filter.pod import trainjob_pod  # pylint: disable=import-outside-toplevel
+    from ansible_collections.trainfleet.training.plugins.module_utils.names import data_name  # pylint: disable=import-outside-toplevel
 
     core = CoreFilters().filters()
     filters = {name: core[name] for name in ANSIBLE_FILTERS}
     filters["trainfleet.training.trainjob_pod"] = trainjob_pod
+    # the inventories name the shared claim with it (storage_pvc_name)
+    filters["trainfleet.training.data_name"] = data_name
     return filters
 
 
