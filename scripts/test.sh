@@ -17,6 +17,8 @@ unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-${TRAINFLEET_CACHE:-$HOME/.cache/trainfleet}/pycache}
 
 step() { printf '\n==> %s (%s)\n' "$1" "$(date +%H:%M:%S)"; }
+# A log as plain text: without terminal colour codes (molecule and ansible-lint paint theirs).
+plain() { sed 's/\x1b\[[0-9;]*m//g' "$@"; }
 
 # Processes pytest runs the unit, integration and adversarial suites in (pytest-xdist). Their cases
 # start ansible-playbook, one core each; 2 fills this project's 2-core machines.
@@ -190,7 +192,7 @@ compute_lane() {
 wait_live() {
   local pid=$1 started=$2 last
   while kill -0 "$pid" 2>/dev/null; do
-    last=$(tail -c 4000 "$LIVE_LOG" 2>/dev/null | tr -d '\r' | sed 's/\x1b\[[0-9;]*m//g' | grep -a -v '^[[:space:]│]*$' | tail -n 1 | cut -c1-160)
+    last=$(tail -c 4000 "$LIVE_LOG" 2>/dev/null | tr -d '\r' | plain | grep -a -v '^[[:space:]│]*$' | tail -n 1 | cut -c1-160)
     printf '  live lane (%s) running, %dm%02ds: %s\n' "$LIVE_SCENARIOS" $(( ($(date +%s) - started) / 60 )) \
       $(( ($(date +%s) - started) % 60 )) "$last"
     for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
@@ -204,7 +206,7 @@ wait_live() {
 # for each playbook molecule default's side_effect ran beside its proofs (out/side-effect-*.log)
 # whose recap counts a failure.
 last_failed_task() {
-  sed -e 's/\x1b\[[0-9;]*m//g' -e 's/^[[:space:]]*│ \{0,1\}//' "$1" | awk '
+  plain "$1" | sed 's/^[[:space:]]*│ \{0,1\}//' | awk '
     /^TASK \[/ { task = $0; taking = 0; next }
     /^(fatal|failed): \[/ { taking = 1; n = 0; body = task }
     /^\.\.\.ignoring/ { taking = 0; body = ""; next }
@@ -232,7 +234,7 @@ compute_failures() {
   while IFS=$'\t' read -r name _ rc _; do
     [ "$rc" != 0 ] || continue
     step "$name failed (exit $rc): its last 25 lines (all of them: ${REPORTS#"$ROOT"/}/$name.log)"
-    sed 's/\x1b\[[0-9;]*m//g' "$REPORTS/$name.log" | grep -a -v '^[[:space:]]*$' | tail -n 25
+    plain "$REPORTS/$name.log" | grep -a -v '^[[:space:]]*$' | tail -n 25
   done < "$CLOCKS"
   step "the failed tests of the JUnit reports (${REPORTS#"$ROOT"/})"
   python scripts/count_tests.py --failures "$REPORTS"
