@@ -133,7 +133,7 @@ CASES = [
          extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),
     case("trainer_image", "aws", "trainer_image_build_timeout", BIG,
          extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),
-    case("trainer_image", "aws", "trainer_image_variants", ["cuda"],
+    case("trainer_image", "aws", "trainer_image_variants", ["rocm"],
          extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),
     case("trainer_image", "aws", "trainer_image_variants", ["mpi" + NL],
          extra={"trainer_image_repository": "registry.example/trainfleet/trainer"}),

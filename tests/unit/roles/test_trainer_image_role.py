@@ -31,7 +31,12 @@ PUSH_MSG = "{{ {'case': 'push-' ~ _trainer_image_variant, 'ref': _ref, 'built': 
 CASES = {
     "none": ({"trainer_image_variants": []}, False),
     "mpi": ({"trainer_image_variants": ["mpi"]}, False),
-    "unknown": ({"trainer_image_variants": ["cuda"]}, True),
+    "unknown": ({"trainer_image_variants": ["rocm"]}, True),
+    "cuda": ({"trainer_image_variants": ["cuda"]}, False),
+    "cuda_mpi": ({"trainer_image_variants": ["cuda-mpi", "mpi"]}, False),
+    "long_tag_cuda_mpi": ({"trainer_image_variants": ["cuda-mpi"], "trainer_image_tag": "t" * 120}, True),
+    "cudnn_newline": ({"trainer_image_variants": ["cuda"], "trainer_image_cudnn_version": "9.0.0.312\n"}, True),
+    "cuda_base_traversal": ({"trainer_image_variants": ["cuda"], "trainer_image_cuda_base_repository": "trainfleet/../x"}, True),
     "newline": ({"trainer_image_variants": ["mpi\n"]}, True),
     "string": ({"trainer_image_variants": "mpi"}, True),
     "mapping": ({"trainer_image_variants": {"mpi": True}}, True),
@@ -98,7 +103,10 @@ def test_variants_preflight(preflight, case_id):
         assert outcome["task"] == VARIANTS_TASK, outcome
         assert "trainer_image_variants" in outcome["msg"]
         assert json.dumps(variables["trainer_image_variants"]) in outcome["msg"], outcome["msg"]
-        if case_id == "long_tag":
+        for name in ("trainer_image_cudnn_version", "trainer_image_cuda_base_repository"):
+            if name in variables:
+                assert name in outcome["msg"] and json.dumps(variables[name]) in outcome["msg"], outcome["msg"]
+        if case_id.startswith("long_tag"):
             assert "trainer_image_tag" in outcome["msg"] and json.dumps(variables["trainer_image_tag"]) in outcome["msg"]
     else:
         # past the variants' assert: stops at the first Docker call (no engine here), or later
@@ -144,4 +152,10 @@ def test_variants_are_declared():
         spec = yaml.safe_load(handle)["argument_specs"]["main"]["options"]["trainer_image_variants"]
     assert spec["type"] == "list" and spec["elements"] == "str" and spec["default"] == []
     with open(os.path.join(ROLE, "vars", "main.yml")) as handle:
-        assert yaml.safe_load(handle)["_trainer_image_variant_build_args"] == {"mpi": {"TRAINER_MPI": "1"}}
+        build_args = yaml.safe_load(handle)["_trainer_image_variant_build_args"]
+    base = "{{ _trainer_image_cuda_base_ref }}"
+    assert build_args == {"mpi": {"TRAINER_MPI": "1"}, "cuda": {"TRAINER_TORCH": "cuda", "BASE_IMAGE": base},
+                          "cuda-mpi": {"TRAINER_TORCH": "cuda", "TRAINER_MPI": "1", "BASE_IMAGE": base}}
+    # the variants' arguments (the CUDA base's name: cuDNN release, trainer base id, revision) are in the content tag
+    with open(os.path.join(ROLE, "tasks", "tag.yml")) as handle:
+        assert "_trainer_image_variant_build_args" in handle.read()

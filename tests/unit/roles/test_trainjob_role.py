@@ -92,6 +92,39 @@ def test_defaults_follow_the_launcher(launcher, name, image, tail):
     assert resolved["trainjob_manifest_dest"].endswith("/manifests/%s-%s.yaml" % (launcher, name))
 
 
+@pytest.mark.parametrize("launcher, overrides, variant, image", [
+    ("pytorchjob", {}, "", "ref"),
+    ("pytorchjob", {"trainjob_gpus": 1}, "cuda", "ref-cuda"),
+    ("pytorchjob", {"trainjob_node_kind": "gpu"}, "cuda", "ref-cuda"),
+    ("torchx", {"trainjob_gpus": 8}, "cuda", "ref-cuda"),
+    ("mpijob", {}, "mpi", "ref-mpi"),
+    ("mpijob", {"trainjob_gpus": 2}, "cuda-mpi", "ref-cuda-mpi"),
+    ("pytorchjob", {"trainjob_gpus": 0, "trainjob_image_variant": "cuda"}, "cuda", "ref-cuda"),
+    ("pytorchjob", {"trainjob_gpus": 1, "trainjob_image": "mine:1"}, "cuda", "mine:1"),
+])
+def test_the_image_variant_follows_the_job(launcher, overrides, variant, image):
+    """A job that asks for GPUs runs the CUDA variant, an MPIJob the MPI variant, both both; chosen
+    without a word from the user, and a given image or variant wins."""
+    refs = {"mpi": "ref-mpi", "cuda": "ref-cuda", "cuda-mpi": "ref-cuda-mpi"}
+    variables = dict(SHARED, trainer_image_ref="ref", trainer_image_variant_refs=refs)
+    variables.update(_load("trainjob", "defaults", "main.yml"))
+    variables["trainjob_launcher"] = launcher
+    variables.update(overrides)
+    variables.pop("_trainjob_pod")
+    resolved = _resolve(variables)
+    assert resolved["trainjob_image_variant"] == variant
+    assert resolved["trainjob_image"] == image
+
+
+def test_train_playbook_builds_the_variant_the_job_needs():
+    """playbooks/train.yml asks the trainer_image step for trainjob_image_variant, the same source the image's default reads."""
+    with open(os.path.join(ROOT, "playbooks", "train.yml")) as handle:
+        play = yaml.safe_load(handle)[0]
+    resolve = next(t for t in play["pre_tasks"] if t.get("name") == "Resolve the trainer image")
+    assert "trainjob_image_variant" in resolve["vars"]["trainer_image_variants"]
+    assert "trainjob_image_variant" in play["vars"]["_train_image_known"]
+
+
 def test_launchers_controllers_are_installed_once_per_run(tmp_path):
     """playbooks/tasks/launchers.yml (the launchers step, and the train step for mpijob / torchx)
     records what it installed in trainfleet_launchers_installed: a later include in the same run
