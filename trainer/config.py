@@ -15,9 +15,13 @@ from trainer.storage import StorageError, check_local_dir_writable, is_s3_uri, p
 
 DATASETS_HELP = "digits | synthetic | corpus | dir:PATH | s3://bucket/prefix"
 DATA_SUFFIXES = (".npz", ".csv")
+# The transformer's dir:/s3:// datasets: UTF-8 text shards (trainer.text; ``python -m trainer.datasets
+# export corpus DIR`` writes the built-in corpus so).
+TEXT_SUFFIXES = (".txt",)
 MODELS = ("mlp", "cnn", "transformer")
 # The transformer's sizes (trainer.model.TRANSFORMER_SIZES holds their shapes) and the datasets it reads:
-# corpus (trainer.text: the stdlib's docstrings as byte tokens) and synthetic (random tokens, for benchmarks).
+# corpus (trainer.text: the stdlib's docstrings as byte tokens), synthetic (random tokens, for benchmarks),
+# and dir:/s3:// datasets of *.txt shards.
 MODEL_SIZES = ("tiny", "small", "base")
 TEXT_DATASETS = ("corpus", "synthetic")
 MAX_SEQ_LEN = 4096
@@ -73,10 +77,10 @@ def _check_location(name, value):
         raise ConfigError(name, f"expected a writable directory or an s3://bucket/prefix URI, {value!r} {reason}")
 
 
-def data_files(path):
-    """Data files (*.npz, *.csv) of a ``dir:`` dataset, sorted, searched recursively."""
+def data_files(path, suffixes=DATA_SUFFIXES):
+    """Data files (*.npz, *.csv; *.txt for text) of a ``dir:`` dataset, sorted, searched recursively."""
     files = []
-    for suffix in DATA_SUFFIXES:
+    for suffix in suffixes:
         files.extend(glob.glob(os.path.join(path, "**", "*" + suffix), recursive=True))
     return sorted(files)
 
@@ -186,8 +190,9 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
 
     def _check_text(self):
         if self.model == "transformer":
-            if self.dataset not in TEXT_DATASETS:
-                raise ConfigError("--dataset", f"the transformer reads text: expected one of {', '.join(TEXT_DATASETS)}, got {self.dataset!r}")
+            if self.dataset not in TEXT_DATASETS and not self.dataset.startswith("dir:") and not is_s3_uri(self.dataset):
+                raise ConfigError("--dataset", f"the transformer reads text: expected one of {', '.join(TEXT_DATASETS)}, "
+                                               f"dir:PATH or s3://bucket/prefix (*.txt shards), got {self.dataset!r}")
             if self.model_size not in MODEL_SIZES:
                 raise ConfigError("--model-size", f"expected one of {', '.join(MODEL_SIZES)}, got {self.model_size!r}")
             _positive_int("--corpus-bytes", self.corpus_bytes, MAX_CORPUS_BYTES)
@@ -208,9 +213,11 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
                 raise ConfigError("--dataset", f"expected dir:PATH to name an existing directory, {path!r} is not one")
             if not os.access(path, os.R_OK | os.X_OK):
                 raise ConfigError("--dataset", f"directory {path!r} is not readable")
-            files = data_files(path)
+            suffixes = self.data_suffixes
+            files = data_files(path, suffixes)
             if not files:
-                raise ConfigError("--dataset", f"directory {path!r} holds no data files ({', '.join('*' + s for s in DATA_SUFFIXES)})")
+                raise ConfigError("--dataset", f"directory {path!r} holds no data files ({', '.join('*' + s for s in suffixes)}"
+                                               f"{' for --model transformer' if self.model == 'transformer' else ''})")
             unreadable = [f for f in files if not os.access(f, os.R_OK)]
             if unreadable:
                 raise ConfigError("--dataset", f"data file {unreadable[0]!r} is not readable")
@@ -225,6 +232,11 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
                 raise ConfigError("--data-cache-dir", f"expected a writable directory for s3:// downloads, {self.data_cache_dir!r} {reason}")
             return
         raise ConfigError("--dataset", f"expected {DATASETS_HELP}, got {value!r}")
+
+    @property
+    def data_suffixes(self):
+        """What a dir:/s3:// dataset's files are: text shards for the transformer, arrays otherwise."""
+        return TEXT_SUFFIXES if self.model == "transformer" else DATA_SUFFIXES
 
     @property
     def uses_s3(self):
@@ -266,7 +278,7 @@ def build_parser():
                    help=f"transformer: {' | '.join(MODEL_SIZES)} (default: %(default)s)")
     g.add_argument("--seq-len", type=int, default=default("seq_len"), help="transformer: tokens per sequence (default: %(default)s)")
     g.add_argument("--corpus-bytes", type=int, default=default("corpus_bytes"),
-                   help="transformer on corpus: bytes of text read (the stdlib's docstrings hold 1-2 MB) (default: %(default)s)")
+                   help="transformer: bytes of text read, of corpus (the stdlib's docstrings hold 1-2 MB) or of *.txt shards (default: %(default)s)")
     g.add_argument("--precision", default=default("precision"),
                    help=f"{' | '.join(PRECISIONS)}; bf16 = bfloat16 autocast, tf32 = TensorFloat-32 matrix products on CUDA (default: %(default)s)")
     g.add_argument("--compile", action="store_true", help="torch.compile the model (needs a C compiler on CPU, Triton on CUDA)")

@@ -1,7 +1,8 @@
 """Datasets: digits, synthetic, dir:PATH and s3://bucket/prefix, with a seeded held-out split.
 
 File format of ``dir:`` and ``s3://`` datasets (every file under the directory or prefix,
-recursively, in sorted order, concatenated):
+recursively, in sorted order, concatenated; for ``--model transformer`` the files are ``*.txt``
+text shards instead, see trainer.text.read_shards):
 
 * ``*.npz``: numpy archive with ``X`` (n samples, any feature shape, numeric; flattened) and
   ``y`` (n integer class labels 0..C-1).
@@ -124,7 +125,7 @@ def s3_cache_path(uri, cache_dir):
     return os.path.join(os.path.abspath(cache_dir), "s3", loc.bucket, *[p for p in loc.prefix.split("/") if p])
 
 
-def download_s3_dataset(uri, cache_dir, endpoint_url=None, client=None):
+def download_s3_dataset(uri, cache_dir, endpoint_url=None, client=None, suffixes=DATA_SUFFIXES):
     """Download the data files under an s3:// prefix into the cache (once; unchanged objects are skipped).
 
     Each file is written to a temp name and renamed, so a concurrent reader (another node sharing
@@ -143,9 +144,9 @@ def download_s3_dataset(uri, cache_dir, endpoint_url=None, client=None):
     base = loc.key("")
     keys = []
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=loc.bucket, Prefix=base):
-        keys.extend(obj for obj in page.get("Contents", []) if obj["Key"].endswith(DATA_SUFFIXES))
+        keys.extend(obj for obj in page.get("Contents", []) if obj["Key"].endswith(suffixes))
     if not keys:
-        raise DataError(f"{uri} holds no data files ({', '.join('*' + s for s in DATA_SUFFIXES)})")
+        raise DataError(f"{uri} holds no data files ({', '.join('*' + s for s in suffixes)})")
     downloaded = 0
     for obj in keys:
         rel = obj["Key"][len(base):].lstrip("/")
@@ -223,8 +224,13 @@ def load_split(cfg, local_dir=None):
     if cfg.model == "transformer":
         if cfg.dataset == "corpus":
             tokens = text.tokenize(text.stdlib_docstrings(max_bytes=cfg.corpus_bytes))
-        else:  # synthetic (config allows nothing else for the transformer)
+        elif cfg.dataset == "synthetic":
             tokens = text.synthetic_tokens(cfg.synthetic_samples * (cfg.seq_len + 1), cfg.seed)
+        else:  # dir: or s3:// (its downloaded copy): *.txt shards
+            path = cfg.dataset[len("dir:"):] if cfg.dataset.startswith("dir:") else local_dir
+            if path is None:
+                raise DataError(f"{cfg.dataset}: not downloaded yet")
+            tokens = text.tokenize(text.read_shards(data_files(path, cfg.data_suffixes), max_bytes=cfg.corpus_bytes))
         return text_split(tokens, cfg.seq_len, cfg.test_fraction, cfg.seed)
     x, y = load_arrays(cfg, local_dir)
     return split_arrays(x, y, cfg.test_fraction, cfg.seed, cfg.normalize)

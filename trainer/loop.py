@@ -141,7 +141,7 @@ def fetch_data(cfg, ctx, log):
     error = None
     if ctx.local_rank == 0:
         try:
-            local, count = download_s3_dataset(cfg.dataset, cfg.data_cache_dir, cfg.s3_endpoint_url)
+            local, count = download_s3_dataset(cfg.dataset, cfg.data_cache_dir, cfg.s3_endpoint_url, suffixes=cfg.data_suffixes)
             log(info_line(f"dataset {cfg.dataset} cached in {local} ({count} files downloaded)"))
         except Exception as exc:  # pylint: disable=broad-except
             error = exc

@@ -7,6 +7,9 @@ Python Software Foundation licenses that text under the PSF License 2.0, which p
 derived works. A different Python version gives a somewhat different corpus; the result line names
 the corpus's size.
 
+``python -m trainer.datasets export corpus DIR`` writes this corpus as text shards (part-NNN.txt), the
+form of a ``dir:`` or ``s3://`` text dataset (read_shards), which the dataset step stages like any other.
+
 Tokens are bytes (vocabulary 256): no tokenizer file to ship or version, and any UTF-8 text works.
 A text of N tokens gives N // (seq_len + 1) windows; window w is the input w[:-1] and the target
 w[1:] (every position predicts the next byte).
@@ -44,6 +47,20 @@ def stdlib_docstrings(root=None, max_bytes=2 << 20):
                         if size >= max_bytes:
                             return b"\n\n".join(parts)[:max_bytes]
     return b"\n\n".join(parts)
+
+
+def read_shards(paths, max_bytes=2 << 20):
+    """Text shards (``*.txt``, UTF-8, in the order given: data_files sorts them) joined by blank lines,
+    as bytes, at most ``max_bytes``: the transformer's ``dir:`` and ``s3://`` datasets."""
+    parts, size = [], 0
+    for path in paths:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes - size + 1)
+        parts.append(data)
+        size += len(data) + 2
+        if size >= max_bytes:
+            break
+    return b"\n\n".join(parts)[:max_bytes]
 
 
 def tokenize(data):

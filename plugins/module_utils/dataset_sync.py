@@ -35,8 +35,9 @@ from ansible_collections.trainfleet.training.plugins.module_utils.errors import 
 META_SHA256 = "trainfleet-sha256"
 META_DATASET = "trainfleet-dataset"
 CHUNK = 1024 * 1024
-# The trainer's dir: and s3:// datasets read these (trainer/config.py DATA_SUFFIXES).
-DATA_SUFFIXES = (".npz", ".csv")
+# The trainer's dir: and s3:// datasets read these (trainer/config.py DATA_SUFFIXES; *.txt are the
+# transformer's text shards, TEXT_SUFFIXES).
+DATA_SUFFIXES = (".npz", ".csv", ".txt")
 
 
 class SyncError(TrainfleetError):

@@ -95,7 +95,7 @@ files:
   returned: always
   type: int
 data_files:
-  description: Number of them the trainer reads (C(*.csv), C(*.npz)).
+  description: Number of them the trainer reads (C(*.csv), C(*.npz), C(*.txt)).
   returned: always
   type: int
 bytes:

@@ -12,6 +12,7 @@ import torch
 from trainer import text
 from trainer.config import MODEL_SIZES, ConfigError, TrainConfig
 from trainer.data import load_split
+from trainer.datasets import export_corpus
 from trainer.dist import check_local_gpus, local_size
 from trainer.loop import batches, check_environment, compile_unsupported, evaluate, flat_loss, place_data, set_precision, shard_order
 from trainer.metrics import parse_epoch_line, parse_result_line
@@ -151,8 +152,11 @@ def test_language_model_loss_and_accuracy_count_every_token(tmp_path):
 
 
 def test_transformer_learns_the_corpus_under_torchrun(tmp_path):
-    """Two real processes (gloo, DDP) train the tiny transformer on 96 KB of the corpus for 2 epochs."""
-    proc = torchrun(["--model", "transformer", "--dataset", "corpus", "--corpus-bytes", "98304", "--seq-len", "64",
+    """Two real processes (gloo, DDP) train the tiny transformer on 96 KB of the corpus for 2 epochs,
+    read as the text shards the dataset step stages (python -m trainer.datasets export corpus; the
+    shards are the corpus byte for byte, test_datasets.py)."""
+    export_corpus(str(tmp_path / "corpus"), parts=4, max_bytes=98304)
+    proc = torchrun(["--model", "transformer", "--dataset", f"dir:{tmp_path / 'corpus'}", "--corpus-bytes", "98304", "--seq-len", "64",
                      "--batch-size", "16", "--lr", "0.003", "--epochs", "2", "--output-dir", str(tmp_path / "out")], nproc=2)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     epochs = [parse_epoch_line(line) for line in proc.stdout.splitlines() if line.startswith("trainfleet-epoch:")]

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.config import ConfigError, TrainConfig
-from trainer.data import load_dir_arrays, load_split
-from trainer.datasets import ExportError, export, load, main
+from trainer import text
+from trainer.config import TEXT_SUFFIXES, ConfigError, TrainConfig, data_files
+from trainer.data import download_s3_dataset, load_dir_arrays, load_split
+from trainer.datasets import ExportError, export, export_corpus, load, main
 from trainer.model import build_model, model_spec
 from trainer.tests.conftest import base_env, single, torchrun
 
@@ -92,3 +93,81 @@ def test_cnn_on_non_square_features_is_refused_clearly(tmp_path):
     assert TrainConfig(dataset=f"dir:{data}", model="cnn", output_dir=str(tmp_path / "o")).model == "cnn"
     with pytest.raises(ConfigError):
         TrainConfig(dataset="synthetic", synthetic_features=30, model="cnn", output_dir=str(tmp_path / "o"))
+
+
+def test_corpus_exports_as_text_shards_that_read_back_byte_for_byte(tmp_path, capsys):
+    """The built-in corpus as *.txt shards (what the dataset step stages): read back in order they are
+    the corpus itself, so --dataset dir:/s3:// trains on exactly the windows --dataset corpus does."""
+    files = export_corpus(str(tmp_path / "a"), parts=3, max_bytes=65536)
+    assert [os.path.basename(f) for f in files] == ["part-000.txt", "part-001.txt", "part-002.txt", "dataset.json"]
+    corpus = text.stdlib_docstrings(max_bytes=65536)
+    shards = data_files(str(tmp_path / "a"), TEXT_SUFFIXES)
+    assert text.read_shards(shards, max_bytes=65536) == corpus
+    assert all(os.path.getsize(f) > 1000 for f in shards)
+    meta = json.loads((tmp_path / "a" / "dataset.json").read_text())
+    assert meta["license"] == "PSF License 2.0" and meta["bytes"] == len(corpus) and meta["format"] == "txt"
+    again = export_corpus(str(tmp_path / "b"), parts=3, max_bytes=65536)
+    assert [open(f, "rb").read() for f in files] == [open(f, "rb").read() for f in again]
+    common = {"model": "transformer", "corpus_bytes": 65536, "seq_len": 32, "output_dir": str(tmp_path / "out")}
+    from_dir = load_split(TrainConfig(dataset=f"dir:{tmp_path / 'a'}", **common))
+    built_in = load_split(TrainConfig(dataset="corpus", **common))
+    assert torch.equal(from_dir.x_train, built_in.x_train) and torch.equal(from_dir.y_test, built_in.y_test)
+    assert from_dir.num_classes == text.VOCAB
+    assert main(["export", "corpus", str(tmp_path / "c"), "--parts", "2", "--bytes", "4096"]) == 0
+    assert "--model transformer --dataset=dir:" in capsys.readouterr().out
+    for parts, size in ((0, 4096), (65, 4096), (2, 10), (True, 4096)):
+        with pytest.raises(ExportError, match="--parts|--bytes"):
+            export_corpus(str(tmp_path / "d"), parts=parts, max_bytes=size)
+
+
+def test_text_and_array_datasets_are_told_apart(tmp_path):
+    """The transformer reads *.txt shards of a dir: dataset, the MLP *.csv/*.npz: each refuses the
+    other's directory, naming what it looked for; read_shards stops at max_bytes."""
+    arrays, shards = tmp_path / "arrays", tmp_path / "shards"
+    export("iris", str(arrays), "csv", parts=1)
+    shards.mkdir()
+    (shards / "b.txt").write_bytes(b"second shard")
+    (shards / "a.txt").write_bytes(b"first shard")
+    out = str(tmp_path / "out")
+    with pytest.raises(ConfigError, match=r"no data files \(\*\.txt for --model transformer\)"):
+        TrainConfig(model="transformer", dataset=f"dir:{arrays}", output_dir=out)
+    with pytest.raises(ConfigError, match=r"no data files \(\*\.npz, \*\.csv\)"):
+        TrainConfig(dataset=f"dir:{shards}", output_dir=out)
+    TrainConfig(model="transformer", dataset=f"dir:{shards}", output_dir=out)
+    TrainConfig(model="transformer", dataset="s3://bucket/datasets/corpus/", output_dir=out)
+    with pytest.raises(ConfigError, match="dir:PATH or s3://"):
+        TrainConfig(model="transformer", dataset="digits", output_dir=out)
+    files = data_files(str(shards), TEXT_SUFFIXES)
+    assert text.read_shards(files) == b"first shard\n\nsecond shard"
+    assert text.read_shards(files, max_bytes=8) == b"first sh"
+
+
+class _Objects:
+    """Just enough of a boto3 S3 client for download_s3_dataset: a listing and downloads."""
+
+    def __init__(self, objects):
+        self.objects = objects
+        self.downloaded = []
+
+    def get_paginator(self, _name):
+        return self
+
+    def paginate(self, Bucket, Prefix):  # pylint: disable=invalid-name
+        return [{"Contents": [{"Key": k, "ETag": '"%d"' % len(v)} for k, v in sorted(self.objects.items())
+                              if k.startswith(Prefix) and Bucket == "data"]}]
+
+    def download_file(self, _bucket, key, target):
+        self.downloaded.append(key)
+        with open(target, "wb") as handle:
+            handle.write(self.objects[key])
+
+
+def test_s3_text_dataset_downloads_only_its_shards(tmp_path):
+    client = _Objects({"p/corpus/part-000.txt": b"alpha", "p/corpus/part-001.txt": b"beta",
+                       "p/corpus/dataset.json": b"{}", "p/corpus/old.csv": b"1,0\n"})
+    local, count = download_s3_dataset("s3://data/p/corpus/", str(tmp_path), client=client, suffixes=TEXT_SUFFIXES)
+    assert count == 2 and sorted(client.downloaded) == ["p/corpus/part-000.txt", "p/corpus/part-001.txt"]
+    assert text.read_shards(data_files(local, TEXT_SUFFIXES)) == b"alpha\n\nbeta"
+    assert download_s3_dataset("s3://data/p/corpus/", str(tmp_path), client=client, suffixes=TEXT_SUFFIXES)[1] == 0
+    with pytest.raises(Exception, match=r"no data files \(\*\.txt\)"):
+        download_s3_dataset("s3://data/p/none/", str(tmp_path), client=client, suffixes=TEXT_SUFFIXES)

@@ -14,7 +14,7 @@ For each file of the manifest: a file already on the claim with the same size an
 any other is downloaded to a temporary name next to it, checked (size and SHA-256 against the
 manifest) and renamed, so a reader never sees half a file. Files the previous copy wrote
 (TARGET/.trainfleet-dataset.json) that are no longer in the manifest are removed, so the trainer's
-dir: dataset (every *.csv and *.npz under the directory) reads exactly the staged files; files it
+dir: dataset (every *.csv and *.npz, or *.txt, under the directory) reads exactly the staged files; files it
 did not write are never touched. A progress line at least every 10 s; any failure ends with exit
 code 1 and one line saying why.
 """

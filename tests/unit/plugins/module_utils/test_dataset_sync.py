@@ -27,6 +27,15 @@ def test_scan_directory_recursive_sorted_without_hidden(tmp_path):
     assert ds.data_file_count(entries) == 2
 
 
+def test_text_shards_are_data_files_and_the_rest_is_not(tmp_path):
+    """The transformer's *.txt shards count as data (the trainer's TEXT_SUFFIXES), dataset.json does not."""
+    (tmp_path / "part-000.txt").write_bytes(b"text")
+    (tmp_path / "dataset.json").write_bytes(b"{}")
+    entries = ds.scan_source(str(tmp_path))
+    assert [e["rel"] for e in entries] == ["dataset.json", "part-000.txt"]
+    assert ds.data_file_count(entries) == 1
+
+
 def test_scan_list_of_files_by_base_name(tmp_path):
     _tree(tmp_path)
     entries = ds.scan_source([str(tmp_path / "sub" / "b.npz"), str(tmp_path / "a.csv")])
