@@ -19,6 +19,7 @@ INFO_PREFIX = "trainfleet-info:"
 WARNING_PREFIX = "trainfleet-warning:"
 STALL_PREFIX = "trainfleet-stall:"
 ERROR_PREFIX = "trainfleet-trainer: error:"
+EVALUATE_PREFIX = "trainfleet-evaluate:"
 # The formats of these lines live in trainer.metrics (one place); emit() writes them.
 
 

@@ -280,7 +280,7 @@ def write_outputs(cfg, ctx, model, spec, history, started, resumed_from, out):
     last = history[-1]
     model_uri = out.write_bytes(MODEL_NAME, to_bytes({
         "format": 1, "model_spec": spec, "state_dict": model.state_dict(), "epoch": last["epoch"],
-        "test_acc": last["test_acc"], "config": cfg.to_dict(),
+        "test_acc": last["test_acc"], "test_loss": last["test_loss"], "world_size": ctx.world_size, "config": cfg.to_dict(),
     }))
     metrics_uri = out.write_bytes(METRICS_NAME, metrics_jsonl(history))
     plot_uri = out.write_bytes(PLOT_NAME, plot_png(history, title=f"trainfleet: {cfg.model} on {cfg.dataset}"))

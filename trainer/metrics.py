@@ -9,8 +9,8 @@ import io
 import json
 import re
 
-from trainer import (EPOCH_PREFIX, ERROR_PREFIX, INFO_PREFIX, RANK_PREFIX, RESULT_PREFIX, RESUME_PREFIX, STALL_PREFIX, STOPPED_PREFIX,
-                     WARNING_PREFIX)
+from trainer import (EPOCH_PREFIX, ERROR_PREFIX, EVALUATE_PREFIX, INFO_PREFIX, RANK_PREFIX, RESULT_PREFIX, RESUME_PREFIX, STALL_PREFIX,
+                     STOPPED_PREFIX, WARNING_PREFIX)
 
 METRICS_NAME = "metrics.jsonl"
 PLOT_NAME = "plot.png"
@@ -63,6 +63,17 @@ def parse_result_line(line):
     if not line.startswith(RESULT_PREFIX):
         return None
     return json.loads(line[len(RESULT_PREFIX):])
+
+
+def evaluate_line(report):
+    """``trainfleet-evaluate: {json}`` on one line (python -m trainer.evaluate)."""
+    return f"{EVALUATE_PREFIX} {json.dumps(report, sort_keys=True)}"
+
+
+def parse_evaluate_line(line):
+    if not line.startswith(EVALUATE_PREFIX):
+        return None
+    return json.loads(line[len(EVALUATE_PREFIX):])
 
 
 def one_line(text):
