@@ -174,7 +174,8 @@ def test_unreachable_registry_falls_back_within_seconds(tmp_path):
     res = S.decide("auto", [NODE], cli, probe_timeout=2)
     seconds = time.monotonic() - started
     assert res["source"] == "build" and res["probe"]["status"] == "timeout"
-    assert seconds < 6, seconds
+    # cut at the 2 s probe, not after the CLI's 30 s: the bound leaves room for a loaded, slower machine
+    assert seconds < 15, seconds
     # The CLI's whole process group is gone (nothing keeps waiting on the registry).
     time.sleep(0.2)
     assert not alive(int(pid_file.read_text()))

@@ -123,7 +123,8 @@ def test_real_client_closed_port(tmp_path):
         port = sock.getsockname()[1]
     started = time.monotonic()
     result = k8s_reach.probe(params(kubeconfig=_kubeconfig(tmp_path, port)), 2)
-    assert time.monotonic() - started < 7
+    # bounded by the 2 s probe (with room for a loaded, slower machine), not by a client's own retries
+    assert time.monotonic() - started < 15
     assert not result["reachable"] and result["server"] == "https://127.0.0.1:%d" % port
     assert "t0ken" not in json.dumps(result)
 
