@@ -31,7 +31,7 @@ from trainer import emit
 from trainer.config import ConfigError, TrainConfig
 from trainer.data import DataError, download_s3_dataset, load_split
 from trainer.dist import DistContext
-from trainer.loop import evaluate, set_precision
+from trainer.loop import evaluate, set_precision, targets_per_sample
 from trainer.metrics import MODEL_NAME, error_line, evaluate_line
 from trainer.model import build_model
 from trainer.snapshot import from_bytes
@@ -74,10 +74,11 @@ def read_model(uri, endpoint_url=None):
     return artifact
 
 
-def run_config(artifact, dataset=None, data_cache_dir=None, endpoint_url=None, scratch=None):
-    """The run's TrainConfig, made to evaluate here: its data and split, the CPU, no outputs."""
+def run_config(artifact, scratch, dataset=None, data_cache_dir=None, endpoint_url=None):
+    """The run's TrainConfig, made to evaluate here: its data and split, the CPU, its outputs to ``scratch``
+    (nothing is written there; the config wants a writable place)."""
     saved = dict(artifact["config"])
-    saved.update(output_dir=scratch or tempfile.mkdtemp(prefix="trainfleet-evaluate-"), snapshot_dir=None, device="cpu",
+    saved.update(output_dir=scratch, snapshot_dir=None, device="cpu",
                  backend="auto", compile=False, precision="fp32" if saved.get("precision") == "tf32" else saved.get("precision", "fp32"))
     if dataset:
         saved["dataset"] = dataset
@@ -90,6 +91,11 @@ def run_config(artifact, dataset=None, data_cache_dir=None, endpoint_url=None, s
         return TrainConfig(**{k: v for k, v in saved.items() if k in known})
     except ConfigError as exc:
         raise EvaluateError(f"the run's configuration cannot be used here: {exc}") from exc
+
+
+def recorded_world_size(artifact):
+    """The world size that measured the run's last test accuracy (1 for a model.pt from before it was recorded)."""
+    return int(artifact.get("world_size") or 1)
 
 
 def evaluate_model(artifact, cfg):
@@ -111,12 +117,12 @@ def evaluate_model(artifact, cfg):
     except RuntimeError as exc:
         raise EvaluateError(f"the weights do not fit the model the file describes: {exc}") from exc
     autocast = set_precision(cfg.precision, torch.device("cpu"))
-    world = int(artifact.get("world_size") or 1)
+    world = recorded_world_size(artifact)
     loss_fn = nn.CrossEntropyLoss()
     total_loss = correct = count = 0.0
     for rank in range(world):
         ctx = DistContext(rank=rank, world_size=world)
-        shard = len(range(rank, len(split.y_test), world)) * (int(split.y_test[0].numel()) if len(split.y_test) else 1)
+        shard = len(range(rank, len(split.y_test), world)) * targets_per_sample(split.y_test)
         loss, accuracy = evaluate(model, split, ctx, cfg.batch_size, loss_fn, autocast)
         total_loss += loss * shard
         correct += round(accuracy * shard)
@@ -129,7 +135,7 @@ def report(artifact, cfg, uri, tolerance=DEFAULT_TOLERANCE):
     loss, accuracy, samples = evaluate_model(artifact, cfg)
     reported = float(artifact["test_acc"])
     difference = abs(accuracy - reported)
-    result = {"model": uri, "dataset": cfg.dataset, "epoch": artifact.get("epoch"), "world_size": int(artifact.get("world_size") or 1),
+    result = {"model": uri, "dataset": cfg.dataset, "epoch": artifact.get("epoch"), "world_size": recorded_world_size(artifact),
               "samples": samples, "accuracy": accuracy, "loss": loss, "reported_accuracy": reported,
               "reported_loss": artifact.get("test_loss"), "difference": difference, "tolerance": tolerance,
               "agrees": difference <= tolerance}
@@ -157,7 +163,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="trainfleet-evaluate-") as scratch:
         try:
             artifact = read_model(args.model, args.s3_endpoint_url)
-            cfg = run_config(artifact, args.dataset, args.data_cache_dir, args.s3_endpoint_url, scratch=os.path.join(scratch, "out"))
+            cfg = run_config(artifact, os.path.join(scratch, "out"), args.dataset, args.data_cache_dir, args.s3_endpoint_url)
             result = report(artifact, cfg, args.model, args.tolerance)
         except EvaluateError as exc:
             emit(error_line(str(exc)), sys.stderr)

@@ -54,26 +54,33 @@ def parse_epoch_line(line):
     return {k: (int(v) if k == "epoch" else v if k == "time" else float(v)) for k, v in fields.items()}
 
 
+def _json_line(prefix, obj):
+    return f"{prefix} {json.dumps(obj, sort_keys=True)}"
+
+
+def _parse_json_line(prefix, line):
+    """The object of a ``<prefix> {json}`` line, or None for another line."""
+    if not line.startswith(prefix):
+        return None
+    return json.loads(line[len(prefix):])
+
+
 def result_line(result):
     """``trainfleet-result: {json}`` on one line."""
-    return f"{RESULT_PREFIX} {json.dumps(result, sort_keys=True)}"
+    return _json_line(RESULT_PREFIX, result)
 
 
 def parse_result_line(line):
-    if not line.startswith(RESULT_PREFIX):
-        return None
-    return json.loads(line[len(RESULT_PREFIX):])
+    return _parse_json_line(RESULT_PREFIX, line)
 
 
 def evaluate_line(report):
     """``trainfleet-evaluate: {json}`` on one line (python -m trainer.evaluate)."""
-    return f"{EVALUATE_PREFIX} {json.dumps(report, sort_keys=True)}"
+    return _json_line(EVALUATE_PREFIX, report)
 
 
 def parse_evaluate_line(line):
-    if not line.startswith(EVALUATE_PREFIX):
-        return None
-    return json.loads(line[len(EVALUATE_PREFIX):])
+    return _parse_json_line(EVALUATE_PREFIX, line)
 
 
 def one_line(text):

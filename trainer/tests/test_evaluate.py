@@ -6,7 +6,7 @@ import sys
 import boto3
 import torch
 
-from trainer.datasets import export
+from trainer.datasets import export, export_corpus
 from trainer.evaluate import EXIT_DIFFERS, EXIT_UNREADABLE, main, split_location
 from trainer.metrics import parse_evaluate_line, parse_result_line
 from trainer.snapshot import from_bytes, to_bytes
@@ -54,7 +54,6 @@ def test_the_transformer_on_text_shards_from_s3(tmp_path, aws_env, moto_server):
     s3 = boto3.client("s3", endpoint_url=moto_server, region_name="us-east-1")
     s3.create_bucket(Bucket="evaluate")
     export_dir = tmp_path / "corpus"
-    from trainer.datasets import export_corpus  # pylint: disable=import-outside-toplevel
     for path in export_corpus(str(export_dir), parts=2, max_bytes=16384):
         s3.upload_file(path, "evaluate", "data/corpus/" + path.rsplit("/", 1)[1])
     env = base_env(**aws_env)

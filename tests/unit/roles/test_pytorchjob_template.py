@@ -848,6 +848,8 @@ BAD_INPUTS = {
     "name-not-dns-label": ({"trainjob_name": "Bad_Name"}, "trainjob_name"),
     "name-too-long": ({"trainjob_name": "a" * 49}, "trainjob_name"),
     "image-empty": ({"trainjob_image": ""}, "trainjob_image"),
+    "image-variant-unknown": ({"trainjob_image_variant": "rocm"}, "trainjob_image_variant"),  # the argument spec's choices
+    "image-variant-mpi-for-pytorchjob": ({"trainjob_image_variant": "cuda-mpi"}, 'trainjob_launcher="pytorchjob"'),
     "static-without-master": ({"pytorchjob_elastic": False}, "pytorchjob_master_replicas"),
     "two-masters": ({"pytorchjob_master_replicas": 2}, "pytorchjob_master_replicas"),
     "elastic-with-master": ({"pytorchjob_master_replicas": 1}, "pytorchjob_master_replicas"),
