@@ -29,8 +29,9 @@ OPERATOR_ANNOTATION = "trainfleet.io/manifests-sha256"
 # MPIJob, VolcanoJob); kubeflow.org/v1 for a kind not listed.
 JOB_API_VERSIONS = dict((label, kind.api_version) for label, kind in KINDS.items())
 DEFAULT_JOB_API_VERSION = "kubeflow.org/v1"
-# Our workloads besides the jobs (the tensorboard step), in the order they are deleted.
-WORKLOAD_KINDS = (("v1", "Service"), ("apps/v1", "Deployment"))
+# Our workloads besides the training jobs, in the order they are deleted: the tensorboard and jupyter
+# steps' Services and Deployments, the jupyter step's token Secret, the evaluate step's Jobs.
+WORKLOAD_KINDS = (("v1", "Service"), ("apps/v1", "Deployment"), ("v1", "Secret"), ("batch/v1", "Job"))
 # A namespace with our label goes only when it holds none of these without our label (objects
 # with an owner are judged through their owner); Secrets are read too, their values never kept.
 NAMESPACE_CONTENT_KINDS = (

@@ -15,6 +15,7 @@ the trainer's own functions' output through these parsers, so the two cannot dri
   next_epoch=<k+1> snapshot=<uri> restarts=<n>``; ``trainfleet-stopped: ...``;
   ``trainfleet-info: snapshot epoch=<k> uri=<uri>``; ``trainfleet-warning: snapshot epoch=<k>
   failed ...``; ``trainfleet-warning: storage <op> <uri> attempt <n>/<max> failed ...``
+- ``trainfleet-evaluate: {json}`` (``python -m trainer.evaluate``, the evaluate step's Job)
 
 time= (UTC, ISO 8601, milliseconds) is printed by trainers since the start-up timeline; older
 trainers' lines lack it and the kubelet's timestamp of the line stands in.
@@ -34,6 +35,7 @@ TRAINER_RANK_RE = re.compile(
     r"(?:\s+host=(?P<host>(?:(?!trainfleet-)\S)+))?(?:\s+time=(?P<time>(?:(?!trainfleet-)\S)+))?"
     r"(?:\s+launcher=(?P<launcher>(?:(?!trainfleet-)\S)+))?")
 TRAINER_RESULT_RE = re.compile(r"trainfleet-result:\s*(?P<json>\{.*\})\s*$")
+TRAINER_EVALUATE_RE = re.compile(r"^trainfleet-evaluate:\s*(?P<json>\{.*\})\s*$")
 # trainer/metrics.py resume_line: "trainfleet-resume: epoch=<k> next_epoch=<k+1> snapshot=<uri> restarts=<n>"
 # (restarts= since the trainer counts them).
 TRAINER_RESUME_RE = re.compile(
@@ -46,6 +48,18 @@ TRAINER_RESULT_INT_FIELDS = ("resumed_from_epoch", "restarts")
 # serves only the current file of a rotated log).
 TEE_PREFIX_RE = re.compile(r"^\[[A-Za-z_-]*\d+\]:")
 RANK0_OUTPUT_RE = re.compile(r"^(?:\[[A-Za-z_-]*\d+\]:)?trainfleet-(?:epoch|result|resume|stopped):")
+
+
+def parse_evaluate_line(line):
+    """The JSON object of a `trainfleet-evaluate:` line, or None (another line, or not a JSON object)."""
+    match = TRAINER_EVALUATE_RE.match(line or "")
+    if not match:
+        return None
+    try:
+        value = json.loads(match.group("json"))
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def parse_trainer_result(lines):

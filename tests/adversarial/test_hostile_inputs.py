@@ -54,6 +54,7 @@ DATASET_DIR = str(ROOT / "tests" / "adversarial" / "dataset")
 DATASET = {"dataset_source": DATASET_DIR}
 DATASET_CLAIM = dict(DATASET, dataset_targets=["s3", "claim"], dataset_image=IMAGE)
 TENSORBOARD = {"tensorboard_image": IMAGE}
+JUPYTER = {"jupyter_image": IMAGE}
 CASES = [
     # iam
     case("iam", "aws", "iam_path", "/"),
@@ -277,6 +278,27 @@ CASES = [
     case("tensorboard", "local", "tensorboard_namespace", INJECT, extra=TENSORBOARD, check=True),
     case("tensorboard", "local", "tensorboard_load_balancer_source_ranges", [],
          extra=dict(TENSORBOARD, tensorboard_internal_load_balancer=True), check=True),
+    # evaluate (after train, or alone for an earlier run by name)
+    case("train", "aws", "trainjob_evaluate_timeout", BIG, extra=dict(TRAIN, trainjob_evaluate=True)),
+    case("evaluate", "aws", "trainjob_name", "../../other-run", extra=TRAIN),
+    case("evaluate", "aws", "trainjob_name", "run" + NL + "x", extra=TRAIN),
+    case("evaluate", "aws", "trainjob_trainer_output_dir", "s3://b-1/runs" + NL + "x", extra=TRAIN),
+    case("evaluate", "aws", "trainjob_evaluate_timeout", 5, extra=TRAIN),
+    # jupyter: a notebook server runs code, so nothing reachable from outside without CIDRs, nothing injected
+    case("jupyter", "aws", "jupyter_namespace", INJECT, extra=JUPYTER),
+    case("jupyter", "aws", "jupyter_name", "lab" + NL, extra=JUPYTER),
+    case("jupyter", "aws", "jupyter_run", "../../secrets", extra=JUPYTER),
+    case("jupyter", "aws", "jupyter_s3_prefix", "training/../", extra=JUPYTER),
+    case("jupyter", "aws", "jupyter_aws_endpoint_url", "http://x" + NL, extra=JUPYTER),
+    case("jupyter", "aws", "jupyter_image", IMAGE + NL),
+    case("jupyter", "aws", "jupyter_lab_version", "4.6.6; rm -rf /", extra=JUPYTER),
+    case("jupyter", "aws", "jupyter_run_as_user", 0, extra=JUPYTER),
+    case("jupyter", "aws", "jupyter_pvc_mount_path", "/work", extra=dict(JUPYTER, jupyter_pvc_claim_name="data")),
+    case("jupyter", "aws", "jupyter_load_balancer_source_ranges", ["0.0.0.0/0"],
+         extra=dict(JUPYTER, jupyter_internal_load_balancer=True), quote='"0.0.0.0/0"'),
+    case("jupyter", "aws", "jupyter_load_balancer_source_ranges", [], extra=dict(JUPYTER, jupyter_internal_load_balancer=True)),
+    case("jupyter", "aws", "jupyter_manifest_dest", "MANIFEST_ESCAPE", extra=JUPYTER),
+    case("jupyter", "local", "jupyter_namespace", INJECT, extra=JUPYTER, check=True),
     # teardown
     case("teardown", "aws", "teardown_tags", {}),
     case("teardown", "aws", "teardown_iam_path", "/"),

@@ -1258,3 +1258,44 @@ def test_prepull_template_quotes_every_value():
     assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == evil
     assert ds["metadata"]["namespace"] == evil
     assert "hostNetwork" not in ds["spec"]["template"]["spec"]
+
+
+def render_evaluate(**overrides):
+    text = render_text(role_vars(**overrides), os.path.join(TRAINJOB, "templates", "evaluate.yaml.j2"))
+    docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    assert len(docs) == 1, text
+    return docs[0]
+
+
+def test_evaluate_job_reads_the_runs_model_with_the_training_pods_settings():
+    job = render_evaluate(trainjob_name="digits", trainjob_pvc_claim_name="shared", trainjob_script_dir="/src",
+                          trainjob_aws_credentials_secret="s3-credentials",
+                          trainjob_image_pull_secrets=["regcred"], trainjob_service_account="trainer")
+    assert job["apiVersion"] == "batch/v1" and job["kind"] == "Job" and job["metadata"]["name"] == "digits-evaluate"
+    assert job["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "trainfleet"
+    assert job["metadata"]["labels"]["app.kubernetes.io/component"] == "evaluate"
+    assert job["spec"]["backoffLimit"] == 0 and job["spec"]["activeDeadlineSeconds"] == 900
+    spec = job["spec"]["template"]["spec"]
+    (box,) = spec["containers"]
+    model = job["metadata"]["annotations"]["trainfleet.io/model"]
+    assert model.startswith("s3://") and model.endswith("/digits/model.pt")
+    assert box["command"] == ["python3", "-m", "trainer.evaluate", model] and box["image"] == IMAGE
+    env = {e["name"]: e for e in box["env"]}
+    assert env["AWS_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"]["key"] == "AWS_ACCESS_KEY_ID"
+    assert "value" not in env["AWS_SECRET_ACCESS_KEY"]
+    # the claim (a dir: dataset) but not the code's ConfigMap, which may be gone after the run
+    assert [v["name"] for v in spec["volumes"]] == ["data"] and [m["name"] for m in box["volumeMounts"]] == ["data"]
+    assert spec["restartPolicy"] == "Never" and spec["serviceAccountName"] == "trainer"
+    assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+    assert spec["securityContext"]["runAsNonRoot"] is True and spec["automountServiceAccountToken"] is False
+    assert box["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert set(box["resources"]["requests"]) == {"cpu", "memory"} and "nvidia.com/gpu" not in json.dumps(box["resources"])
+
+
+def test_evaluate_job_reads_a_claim_output_dir_and_quotes_every_value():
+    job = render_evaluate(trainjob_trainer_output_dir="/data/outputs/run1/")
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"][-1] == "/data/outputs/run1/model.pt"
+    evil = 'x"\n  hostNetwork: true\n- \'y\': {z}'
+    job = render_evaluate(trainjob_image=evil, trainjob_namespace=evil)
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == evil and job["metadata"]["namespace"] == evil
+    assert "hostNetwork" not in job["spec"]["template"]["spec"]

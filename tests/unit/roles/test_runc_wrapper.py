@@ -281,18 +281,19 @@ def _ours(tmp_path):
 def test_teardown_removes_the_wrapper_and_keeps_other_settings(tmp_path):
     config = {"log-level": "warn", "default-runtime": "trainfleet-runc", "runtimes": {"trainfleet-runc": _ours(tmp_path)}}
     result, exists, out = _absent(tmp_path, config, users=["runc"])
-    assert result == {"log-level": "warn"}
+    # runc again by name: dockerd's reload keeps a default-runtime the file no longer names
+    assert result == {"log-level": "warn", "default-runtime": "runc"}
     assert not exists
     # again: nothing left to change
     result, exists, out = _absent(tmp_path, result, wrapper_exists=False)
-    assert result == {"log-level": "warn"} and not exists
+    assert result == {"log-level": "warn", "default-runtime": "runc"} and not exists
     assert re.search(r"localhost\s*: ok=\d+\s+changed=0 ", out), out
 
 
 def test_containers_created_with_the_wrapper_keep_it_and_are_named(tmp_path):
     config = {"default-runtime": "trainfleet-runc", "runtimes": {"trainfleet-runc": _ours(tmp_path)}}
     result, exists, out = _absent(tmp_path, config, users=["trainfleet-runc", "runc"])
-    assert result == {"runtimes": {"trainfleet-runc": _ours(tmp_path)}}  # no longer the default
+    assert result == {"default-runtime": "runc", "runtimes": {"trainfleet-runc": _ours(tmp_path)}}  # no longer the default
     assert exists
     assert "1 container(s) were created with the runtime trainfleet-runc" in out
     assert ("a" * 12) in out

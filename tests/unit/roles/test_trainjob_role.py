@@ -85,6 +85,7 @@ def test_defaults_follow_the_launcher(launcher, name, image, tail):
     variables.update(_load("trainjob", "defaults", "main.yml"))
     variables["trainjob_launcher"] = launcher
     variables.pop("_trainjob_pod")  # the filter is exercised by the template tests
+    variables.pop("_trainjob_evaluate_model")  # made of _trainjob_pod's output dir (test_pytorchjob_template)
     resolved = _resolve(variables)
     assert resolved["trainjob_name"] == name
     assert resolved["trainjob_image"] == image
@@ -111,18 +112,28 @@ def test_the_image_variant_follows_the_job(launcher, overrides, variant, image):
     variables["trainjob_launcher"] = launcher
     variables.update(overrides)
     variables.pop("_trainjob_pod")
+    variables.pop("_trainjob_evaluate_model")
     resolved = _resolve(variables)
     assert resolved["trainjob_image_variant"] == variant
     assert resolved["trainjob_image"] == image
 
 
 def test_train_playbook_builds_the_variant_the_job_needs():
-    """playbooks/train.yml asks the trainer_image step for trainjob_image_variant, the same source the image's default reads."""
+    """playbooks/train.yml (through playbooks/tasks/trainer_image.yml, which evaluate.yml shares) asks the
+    trainer_image step for trainjob_image_variant, the same source the image's default reads."""
     with open(os.path.join(ROOT, "playbooks", "train.yml")) as handle:
         play = yaml.safe_load(handle)[0]
-    resolve = next(t for t in play["pre_tasks"] if t.get("name") == "Resolve the trainer image")
+    assert {"ansible.builtin.import_tasks": "tasks/trainer_image.yml"}.items() <= next(
+        t for t in play["pre_tasks"] if "tasks/trainer_image.yml" in str(t)).items()
+    with open(os.path.join(ROOT, "playbooks", "tasks", "trainer_image.yml")) as handle:
+        (block,) = yaml.safe_load(handle)
+    resolve = next(t for t in block["block"] if t.get("name") == "Resolve the trainer image")
     assert "trainjob_image_variant" in resolve["vars"]["trainer_image_variants"]
-    assert "trainjob_image_variant" in play["vars"]["_train_image_known"]
+    assert "trainjob_image_variant" in block["vars"]["_image_known"]
+    with open(os.path.join(ROOT, "playbooks", "evaluate.yml")) as handle:
+        evaluate = yaml.safe_load(handle)[0]
+    assert evaluate["vars"]["trainjob_image_variant"] == ""  # the evaluation runs on the CPU image
+    assert any("tasks/trainer_image.yml" in str(t) for t in evaluate["pre_tasks"])
 
 
 def test_launchers_controllers_are_installed_once_per_run(tmp_path):

@@ -132,3 +132,15 @@ def test_every_prefix_the_trainer_prints_is_read():
     assert json.loads(samples[trainer.RESULT_PREFIX].split(" ", 1)[1]) == RESULT
     assert tlog.parse_trainer_line(samples[trainer.STALL_PREFIX]) == {
         "kind": "stall", "rank": 0, "idle_s": 12.3, "epoch": 2, "step": 35, "why": "not responding: rank 1 (x)"}
+
+
+def test_the_evaluate_line_parses_from_the_trainers_own_output():
+    """python -m trainer.evaluate's line, read back by the evaluate step (module_utils/evaluation.py)."""
+    report = {"accuracy": 0.9611111, "reported_accuracy": 0.9611111, "difference": 0.0, "agrees": True, "loss": 0.12,
+              "model": "s3://b/p/run/model.pt", "world_size": 2}
+    line = metrics.evaluate_line(report)
+    assert line.startswith(trainer.EVALUATE_PREFIX)
+    assert tlog.parse_evaluate_line(line) == report == metrics.parse_evaluate_line(line)
+    assert tlog.parse_evaluate_line(metrics.result_line(RESULT)) is None
+    assert tlog.parse_evaluate_line(trainer.EVALUATE_PREFIX + " [1, 2]") is None
+    assert tlog.parse_evaluate_line(trainer.EVALUATE_PREFIX + " {broken") is None
