@@ -58,6 +58,14 @@ def job_phase(job):
     return "Running"
 
 
+def failed_reason(job):
+    """'<reason>: <message>' of a Job's Failed condition (DeadlineExceeded, BackoffLimitExceeded), or None."""
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Failed" and condition.get("status") == "True":
+            return "%s: %s" % (condition.get("reason") or "Failed", condition.get("message") or "")
+    return None
+
+
 def blocked_reason(pods):
     """'<reason>: <message>' of a container that cannot start, or None."""
     for pod in pods:
@@ -139,7 +147,7 @@ class EvaluationRunner(object):
 
     # ------------------------------------------------------------------ the run
 
-    def _decide(self, job, check_mode):
+    def _decide(self, job):
         """keep | create | replace | wait, or raises when the Job is not ours."""
         if job is None:
             return "create"
@@ -174,7 +182,7 @@ class EvaluationRunner(object):
             phase = job_phase(job)
             pods = self._pods()
             if phase != "Running":
-                return phase, None, pods
+                return phase, failed_reason(job), pods
             blocked = blocked_reason(pods)
             if blocked:
                 return "Blocked", blocked, pods
@@ -191,7 +199,7 @@ class EvaluationRunner(object):
     def run(self, check_mode=False):
         """{changed, action, phase, evaluation, error, log_tail, pod, seconds}."""
         started = self.clock()
-        action = self._decide(self._job(), check_mode)
+        action = self._decide(self._job())
         result = {"changed": action != "keep", "action": action, "job": "%s/%s" % (self.namespace, self.name),
                   "phase": None, "evaluation": None, "error": None, "log_tail": [], "pod": None}
         if check_mode and action != "keep":
@@ -210,7 +218,8 @@ class EvaluationRunner(object):
             text = self._log(result["pod"]) if phase in ("Succeeded", "Failed", "Timeout") else ""
             result["evaluation"], error, _last = read_result(text)
             result["log_tail"] = [line for line in text.splitlines() if line.strip()][-10:]
-            result["error"] = reason or error
+            # the trainer's own words first; else why the Job ended (its deadline, the pod that never started)
+            result["error"] = (error or reason) if phase == "Failed" else (reason or error)
         else:
             result["error"] = reason or "the Job made no pod"
         result["seconds"] = round(self.clock() - started, 1)

@@ -18,11 +18,10 @@ import sys
 import pytest
 import yaml
 
-from tests.unit.roles.test_tensorboard_role import contract, playbook
+from tests.unit.roles.test_tensorboard_role import contract, playbook, role_case_outcomes
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "jupyter")
-TIMEOUT = 300
 IMAGE = "localhost:5001/trainfleet/trainer:jupyter-4.6.6-0123456789ab"
 
 
@@ -70,29 +69,13 @@ BAD_STORE = {"claim-missing-without-store": {"kind": "none", "bucket": ""}}
 def outcomes(tmp_path_factory):
     """One ansible-playbook run (not check mode): every case's outcome and rendered manifests."""
     tmp_path = tmp_path_factory.mktemp("jupyter-role")
-    plays = []
-    cases = list(RENDER.items()) + [(k, (v[0], BAD_STORE.get(k, {}))) for k, v in BAD.items()]
-    for case_id, (case_vars, store) in cases:
+    cases = {}
+    for case_id, (case_vars, store) in list(RENDER.items()) + [(k, (v[0], BAD_STORE.get(k, {}))) for k, v in BAD.items()]:
         variables = shared(tmp_path, **store)
         variables["jupyter_manifest_dest"] = str(tmp_path / "manifests" / ("%s.yaml" % case_id))
         variables.update(case_vars)
-        plays.append({
-            "name": "case %s" % case_id, "hosts": "localhost", "gather_facts": False, "connection": "local",
-            "vars": variables,
-            "tasks": [{
-                "block": [{"ansible.builtin.include_role": {"name": "trainfleet.training.jupyter"}},
-                          {"ansible.builtin.set_fact": {"_outcome": "PASSED"}}],
-                "rescue": [{"ansible.builtin.set_fact": {"_outcome": "{{ ansible_failed_result.msg }}"}}],
-            }, {"ansible.builtin.debug": {"msg": "CASE %s: {{ _outcome }}" % case_id}}],
-        })
-    (tmp_path / "cases.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
-    rc, out, _seconds = playbook([str(tmp_path / "cases.yml")], tmp_path, timeout=TIMEOUT + 20 * len(plays))
-    assert rc == 0, out[-5000:]
-    found = {}
-    for match in re.finditer(r'"msg": "CASE ([a-z0-9-]+): (.*)"\n', out):
-        found[match.group(1)] = json.loads('"%s"' % match.group(2))
-    assert set(found) == set(RENDER) | set(BAD), out[-5000:]
-    return found, tmp_path
+        cases[case_id] = variables
+    return role_case_outcomes(tmp_path, "jupyter", cases), tmp_path
 
 
 def manifests(outcomes_fixture, case_id):

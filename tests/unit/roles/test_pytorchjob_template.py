@@ -1227,11 +1227,16 @@ def test_report_timeout_says_the_job_did_not_finish(tmp_path):
     assert "did not finish (phase Running)" in outcome["failure"], out
 
 
-def render_prepull(**overrides):
-    text = render_text(role_vars(**overrides), os.path.join(TRAINJOB, "templates", "prepull.yaml.j2"))
+def render_trainjob_template(template, **overrides):
+    """The one document roles/trainjob/templates/<template> renders."""
+    text = render_text(role_vars(**overrides), os.path.join(TRAINJOB, "templates", template))
     docs = [d for d in yaml.safe_load_all(text) if d is not None]
     assert len(docs) == 1, text
     return docs[0]
+
+
+def render_prepull(**overrides):
+    return render_trainjob_template("prepull.yaml.j2", **overrides)
 
 
 def test_prepull_daemonset_runs_the_jobs_image_where_the_jobs_pods_may_run():
@@ -1261,10 +1266,7 @@ def test_prepull_template_quotes_every_value():
 
 
 def render_evaluate(**overrides):
-    text = render_text(role_vars(**overrides), os.path.join(TRAINJOB, "templates", "evaluate.yaml.j2"))
-    docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    assert len(docs) == 1, text
-    return docs[0]
+    return render_trainjob_template("evaluate.yaml.j2", **overrides)
 
 
 def test_evaluate_job_reads_the_runs_model_with_the_training_pods_settings():

@@ -128,20 +128,16 @@ BAD = {
 }
 
 
-@pytest.fixture(scope="module")
-def outcomes(tmp_path_factory):
-    """One ansible-playbook run (not check mode): every case's outcome and rendered manifests."""
-    tmp_path = tmp_path_factory.mktemp("tensorboard-role")
+def role_case_outcomes(tmp_path, role, cases):
+    """One ansible-playbook run for every case (id -> variables), each its own play with `role` inside
+    block/rescue: {id: "PASSED", or the message of the task that failed}."""
     plays = []
-    for case_id, (case_vars, store) in list(RENDER.items()) + [(k, (v[0], {})) for k, v in BAD.items()]:
-        variables = shared(tmp_path, **store)
-        variables["tensorboard_manifest_dest"] = str(tmp_path / "manifests" / ("%s.yaml" % case_id))
-        variables.update(case_vars)
+    for case_id, variables in cases.items():
         plays.append({
             "name": "case %s" % case_id, "hosts": "localhost", "gather_facts": False, "connection": "local",
             "vars": variables,
             "tasks": [{
-                "block": [{"ansible.builtin.include_role": {"name": "trainfleet.training.tensorboard"}},
+                "block": [{"ansible.builtin.include_role": {"name": "trainfleet.training." + role}},
                           {"ansible.builtin.set_fact": {"_outcome": "PASSED"}}],
                 "rescue": [{"ansible.builtin.set_fact": {"_outcome": "{{ ansible_failed_result.msg }}"}}],
             }, {"ansible.builtin.debug": {"msg": "CASE %s: {{ _outcome }}" % case_id}}],
@@ -153,8 +149,21 @@ def outcomes(tmp_path_factory):
     found = {}
     for match in re.finditer(r'"msg": "CASE ([a-z0-9-]+): (.*)"\n', out):
         found[match.group(1)] = json.loads('"%s"' % match.group(2))
-    assert set(found) == set(RENDER) | set(BAD), out[-5000:]
-    return found, tmp_path
+    assert set(found) == set(cases), out[-5000:]
+    return found
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    """One ansible-playbook run (not check mode): every case's outcome and rendered manifests."""
+    tmp_path = tmp_path_factory.mktemp("tensorboard-role")
+    cases = {}
+    for case_id, (case_vars, store) in list(RENDER.items()) + [(k, (v[0], {})) for k, v in BAD.items()]:
+        variables = shared(tmp_path, **store)
+        variables["tensorboard_manifest_dest"] = str(tmp_path / "manifests" / ("%s.yaml" % case_id))
+        variables.update(case_vars)
+        cases[case_id] = variables
+    return role_case_outcomes(tmp_path, "tensorboard", cases), tmp_path
 
 
 def manifests(outcomes_fixture, case_id):

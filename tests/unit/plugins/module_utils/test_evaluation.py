@@ -28,8 +28,8 @@ class FakeApiException(Exception):
 class FakeCluster(object):
     """batch + core in one: the Job advances one step per read of it (script: phases after creation)."""
 
-    def __init__(self, job=None, script=("Running", "Succeeded"), log=LINE, waiting=None):
-        self.job, self.script, self.log, self.waiting = job, list(script), log, waiting
+    def __init__(self, job=None, script=("Running", "Succeeded"), log=LINE, waiting=None, failed=None):
+        self.job, self.script, self.log, self.waiting, self.failed = job, list(script), log, waiting, failed
         self.created = self.deleted = 0
         self.time = 0.0
 
@@ -39,8 +39,10 @@ class FakeCluster(object):
             raise FakeApiException(404)
         if self.created and self.script:
             phase = self.script.pop(0)
-            self.job["status"] = {"conditions": [{"type": {"Succeeded": "Complete"}.get(phase, phase), "status": "True"}]
-                                  if phase != "Running" else [], "active": 1 if phase == "Running" else 0}
+            condition = {"type": {"Succeeded": "Complete"}.get(phase, phase), "status": "True"}
+            if phase == "Failed" and self.failed:
+                condition.update(reason=self.failed[0], message=self.failed[1])
+            self.job["status"] = {"conditions": [condition] if phase != "Running" else [], "active": 1 if phase == "Running" else 0}
         return self.job
 
     def create_namespaced_job(self, namespace, body, **_kw):
@@ -126,6 +128,16 @@ def test_a_failed_evaluation_returns_the_trainers_error():
     assert result["phase"] == "Failed" and result["evaluation"] is None
     assert result["error"].startswith("s3://b/p/run/model.pt is not a model.pt the trainer wrote")
     assert result["log_tail"][-1] == ERROR
+
+
+def test_a_job_past_its_deadline_says_so():
+    deadline = ("DeadlineExceeded", "Job was active longer than specified deadline")
+    result = runner(FakeCluster(script=("Failed",), log="loading the dataset", failed=deadline)).run()
+    assert result["phase"] == "Failed" and result["evaluation"] is None
+    assert result["error"] == "DeadlineExceeded: Job was active longer than specified deadline"
+    # the trainer's own error line is the better reason when there is one
+    result = runner(FakeCluster(script=("Failed",), log=ERROR, failed=("BackoffLimitExceeded", "x"))).run()
+    assert result["error"].endswith("is not a model.pt the trainer wrote: it lacks test_acc")
 
 
 def test_a_pod_that_cannot_start_ends_the_wait_at_once():
