@@ -150,6 +150,12 @@ def seed(store):
     store.add("Service", "tb-shared", "shared", labels=dict(OURS, **{"app.kubernetes.io/component": "tensorboard"}))
     store.add("Deployment", "their-app", "shared")
     store.add("Service", "their-app", "shared")
+    # the jupyter step's token Secret and the evaluate step's Job (ours), next to someone's Secret and Job
+    store.add("Secret", "lab-token", "shared", labels=dict(OURS, **{"app.kubernetes.io/component": "jupyter"}),
+              data={"token": "bGFiLXRva2Vu"})
+    store.add("Job", "digits-evaluate", "shared", labels=dict(OURS, **{"app.kubernetes.io/component": "evaluate"}))
+    store.add("Secret", "their-secret", "shared", data={"password": "dGhlaXJz"})
+    store.add("Job", "their-batch", "shared")
     store.add("Deployment", "training-operator", "kubeflow", labels=dict(OPERATOR, **{"control-plane": "kubeflow-training-operator"}),
               metadata={"annotations": {"trainfleet.io/manifests-sha256": "0123abcd"}})
     store.add("Pod", "training-operator-5d9f", "kubeflow", metadata={"ownerReferences": [{"kind": "ReplicaSet", "name": "x"}]})
@@ -191,6 +197,9 @@ def test_removes_only_what_is_ours(workdir, tmp_path):
             "/apis/apps/v1/namespaces/trainfleet/deployments/trainfleet-tensorboard",
             "/api/v1/namespaces/shared/services/tb-shared",
             "/apis/apps/v1/namespaces/shared/deployments/tb-shared",
+            "/api/v1/namespaces/trainfleet/secrets/trainfleet-aws",
+            "/api/v1/namespaces/shared/secrets/lab-token",
+            "/apis/batch/v1/namespaces/shared/jobs/digits-evaluate",
             "/api/v1/namespaces/trainfleet/persistentvolumeclaims/trainfleet-data",
             "/api/v1/namespaces/trainfleet/persistentvolumeclaims/scratch",
             "/api/v1/persistentvolumes/scratch-trainfleet",
@@ -206,6 +215,7 @@ def test_removes_only_what_is_ours(workdir, tmp_path):
         assert api.store.names("ConfigMap", "shared") == ["kube-root-ca.crt", "their-config"]
         assert api.store.names("Deployment", "kubeflow") == ["training-operator"]
         assert api.store.names("Deployment", "shared") == ["their-app"] and api.store.names("Service", "shared") == ["their-app"]
+        assert api.store.names("Secret", "shared") == ["their-secret"] and api.store.names("Job", "shared") == ["their-batch"]
         # the load balancer's Service goes before the namespace (its cloud load balancer needs the cluster's controller)
         assert deleted.index("/api/v1/namespaces/trainfleet/services/trainfleet-tensorboard-internal") < \
             deleted.index("/api/v1/namespaces/trainfleet/persistentvolumeclaims/trainfleet-data")
@@ -214,6 +224,7 @@ def test_removes_only_what_is_ours(workdir, tmp_path):
         assert "kept: Deployment kubeflow/training-operator (jobs that are not ours would go with its CRDs: " \
                "PyTorchJob shared/their-job)" in first["out"]
         assert "c2VjcmV0LXZhbHVl" not in first["out"] and "d2ViaG9vay1rZXk=" not in first["out"]
+        assert "bGFiLXRva2Vu" not in first["out"] and "dGhlaXJz" not in first["out"]
 
         api.store.requests[:] = []
         second = run(workdir, extra)

@@ -1,0 +1,393 @@
+"""Sustained chaos: one long elastic job through the train step, a random fault every --every seconds.
+
+First a fault-free run of the same job (--baseline-epochs) gives the throughput to compare with and
+the epoch length; then the chaos run gets as many epochs as fill --minutes, and while it trains a
+fault from --faults is injected every --every seconds (the first after one interval), in a seeded
+random order that takes every kind once before any twice:
+
+  pod       a worker's pod deleted (the operator makes it again)
+  kill      a worker's trainer process killed with SIGKILL inside its container
+  stop      a worker's trainer process frozen with SIGSTOP (a hang, not a crash: the other rank's
+            watchdog must notice, trainer/watchdog.py)
+  net       a worker pod's traffic dropped on its node (iptables, both directions) for --net-down s
+  operator  the training operator's pod deleted
+  s3        the pods' S3 endpoint refused (TCP reset on every node) for --s3-down s
+  node      the kind node of a worker stopped (docker stop) and started again after --node-down s
+
+Per fault it prints the recovery (fault -> the start of the first epoch that ends after it, so 0
+for a fault training went through) and the epochs lost (completed before the fault, done again after
+it). Overall: ETTR, the training time of the epochs the run kept (metrics.jsonl's epoch_time_s) over
+the job's wall time (creation -> completion), p50/p95 recovery, the longest time without an epoch
+ending against 2x the trainer's collective timeout, and the throughput under chaos against the
+fault-free run's. The figures go to out/bench/chaos.json; the train step's output to
+out/bench/chaos-<run>.log.
+
+The local stack must be up (make demo). It trains in the train step's namespace (trainfleet) under
+its own job names (chaos-base-<t>, chaos-<t>) and deletes nothing of the demo's.
+
+Both runs get the trainer's --timeout-s (--collective-timeout, the inventory's 300 s) and
+--stall-timeout-s (--stall-timeout, 30 s: a frozen rank holds the others up at least that long).
+
+Usage: .venv/bin/python benchmarks/chaos.py [--minutes 20] [--every 180] [--seed 1]
+           [--faults pod,kill,stop,net,operator,s3,node] [--baseline-epochs 20] [--stall-timeout 30]
+"""
+
+import argparse
+import calendar
+import json
+import math
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _common as c  # noqa: E402  pylint: disable=wrong-import-position
+
+import boto3  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
+
+NAMESPACE = "trainfleet"
+FAULTS = ("pod", "kill", "stop", "net", "operator", "s3", "node")
+LINE_RE = re.compile(r"trainfleet-(epoch|resume|stall|result):.*")
+EPOCH_RE = re.compile(r"trainfleet-epoch: epoch=(\d+) .* time=(\S+)")
+RESUME_RE = re.compile(r"trainfleet-resume: epoch=(\d+)")
+OUT = c.REPO / "out" / "bench"
+# the trainer processes of a pod (not torchrun's agent, whose command line names the module too)
+TRAINER_PIDS = ("import os\nfor p in os.listdir('/proc'):\n if p.isdigit():\n  try: cmd = open('/proc/%s/cmdline' % p, 'rb').read()\n"
+                "  except OSError: continue\n  if b'trainer.train' in cmd and b'torchrun' not in cmd: print(p)\n")
+
+
+def iso(ts):
+    return time.strftime("%H:%M:%S", time.gmtime(ts))
+
+
+def parse_iso(text):
+    """Seconds since the epoch of a UTC time such as 2026-11-29T10:00:00.123Z (the trainer's, the API's)."""
+    base, _dot, frac = text.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + (float("0." + frac) if frac else 0.0)
+
+
+def kubectl():
+    found = sorted((c.CACHE / "kubernetes").glob("*/bin/kubectl"))
+    return [str(found[-1]) if found else "kubectl", "--kubeconfig", c.KUBECONFIG, "-n", NAMESPACE]
+
+
+def run(argv, timeout=60):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+class Collector(threading.Thread):
+    """Every trainer line (epoch, resume, stall, result) any pod of the job printed, current and previous runs."""
+
+    def __init__(self, core, job):
+        super().__init__(daemon=True)
+        self.core, self.job = core, job
+        self.lines, self.seen_at, self.stop_event = [], {}, threading.Event()
+        self._read_previous = set()
+
+    def _read(self, pod, previous=False):
+        try:
+            text = self.core.read_namespaced_pod_log(pod, NAMESPACE, container="pytorch", previous=previous,
+                                                     _request_timeout=(5, 30))
+        except Exception:  # pylint: disable=broad-except  # no container yet, node gone: next round
+            return
+        for raw in text.splitlines():
+            match = LINE_RE.search(raw)
+            if match and match.group(0) not in self.seen_at:
+                self.seen_at[match.group(0)] = time.time()
+                self.lines.append(match.group(0))
+
+    def run(self):
+        while not self.stop_event.is_set():
+            try:
+                pods = self.core.list_namespaced_pod(NAMESPACE, label_selector=f"{c.JOB_LABEL}={self.job}").items
+            except Exception:  # pylint: disable=broad-except
+                pods = []
+            for pod in pods:
+                self._read(pod.metadata.name)
+                for status in pod.status.container_statuses or []:
+                    key = (pod.metadata.name, status.restart_count)
+                    if status.restart_count and key not in self._read_previous:
+                        self._read_previous.add(key)
+                        self._read(pod.metadata.name, previous=True)
+            self.stop_event.wait(3)
+
+    def epochs(self):
+        """[(epoch, end time)] in the order printed (an epoch done again appears again)."""
+        return [(int(m.group(1)), parse_iso(m.group(2))) for m in map(EPOCH_RE.search, self.lines) if m]
+
+
+def train(name, epochs, log, timeout, trainer_args):
+    """The train step for one job (its own name), in the background: the Popen."""
+    env = dict(os.environ, ANSIBLE_CONFIG=str(c.REPO / "ansible.cfg"), AWS_ACCESS_KEY_ID="testing",
+               AWS_SECRET_ACCESS_KEY="testing")
+    argv = [str(c.REPO / ".venv" / "bin" / "ansible-playbook"), str(c.REPO / "playbooks" / "train.yml"),
+            "-e", f"trainjob_name={name}", "-e", f"trainjob_trainer_epochs={epochs}",
+            "-e", f"trainjob_wait_timeout={timeout}", "-e", "trainjob_prepull=false",
+            "-e", json.dumps({"trainjob_trainer_extra_args": trainer_args})]
+    return subprocess.Popen(argv, cwd=c.REPO, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)  # pylint: disable=consider-using-with
+
+
+def trainer_args(args):
+    """The inventory's collective timeout, and the watchdog's (a frozen rank ends the others' wait after it)."""
+    return [f"--timeout-s={args.collective_timeout:g}", f"--stall-timeout-s={args.stall_timeout:g}"]
+
+
+def metrics(s3, bucket, prefix, name):
+    body = s3.get_object(Bucket=bucket, Key=f"{prefix}/{name}/metrics.jsonl")["Body"].read().decode()
+    return [json.loads(line) for line in body.splitlines() if line.strip()]
+
+
+def job_times(custom, name):
+    job = custom.get_namespaced_custom_object(c.GROUP, c.VERSION, NAMESPACE, c.PLURAL, name)
+    status = job.get("status") or {}
+    ended = [cond for cond in status.get("conditions") or [] if cond["type"] in ("Succeeded", "Failed") and cond["status"] == "True"]
+    return (parse_iso(job["metadata"]["creationTimestamp"]), parse_iso(status["completionTime"]) if status.get("completionTime")
+            else parse_iso(ended[0]["lastTransitionTime"]) if ended else time.time(), ended[0]["type"] if ended else "Running")
+
+
+class Injector(object):
+    """The faults, each returning (victim, seconds the fault lasted)."""
+
+    def __init__(self, core, job, args):
+        self.core, self.job, self.args = core, job, args
+
+    def _workers(self):
+        pods = self.core.list_namespaced_pod(NAMESPACE, label_selector=f"{c.JOB_LABEL}={self.job}").items
+        running = [p for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
+        if not running:
+            raise RuntimeError("no running worker pod")
+        return running
+
+    def _exec(self, pod, code):
+        return run(kubectl() + ["exec", pod, "-c", "pytorch", "--", "python3", "-c", code], timeout=30)
+
+    def _signal(self, rng, signal_number):
+        pod = rng.choice(self._workers()).metadata.name
+        pids = self._exec(pod, TRAINER_PIDS).stdout.split()
+        if not pids:
+            raise RuntimeError(f"no trainer process in {pod}")
+        self._exec(pod, f"import os; os.kill({int(pids[0])}, {signal_number})")
+        return f"{pod} pid {pids[0]}", 0.0
+
+    def pod(self, rng):
+        pod = rng.choice(self._workers()).metadata.name
+        self.core.delete_namespaced_pod(pod, NAMESPACE)
+        return pod, 0.0
+
+    def kill(self, rng):
+        return self._signal(rng, 9)
+
+    def stop(self, rng):
+        return self._signal(rng, 19)
+
+    def net(self, rng):
+        pod = rng.choice(self._workers())
+        node, ip = pod.spec.node_name, pod.status.pod_ip
+        drop = ["-j", "DROP", "-m", "comment", "--comment", "trainfleet-chaos"]
+        block_for([node], [["-s", ip] + drop, ["-d", ip] + drop], self.args.net_down)
+        return f"{pod.metadata.name} ({ip} on {node})", float(self.args.net_down)
+
+    def operator(self, _rng):
+        pods = self.core.list_namespaced_pod("kubeflow").items
+        names = [p.metadata.name for p in pods if p.metadata.name.startswith("training-operator")]
+        for pod_name in names:
+            self.core.delete_namespaced_pod(pod_name, "kubeflow")
+        return ",".join(names) or "none found", 0.0
+
+    def s3(self, _rng):
+        endpoint = self.args.pod_s3_endpoint
+        host, port = re.match(r"https?://([^:/]+):?(\d*)", endpoint).groups()
+        rule = ["-p", "tcp", "-d", host, "--dport", port or "80", "-m", "comment", "--comment", "trainfleet-chaos-s3",
+                "-j", "REJECT", "--reject-with", "tcp-reset"]
+        nodes = nodes_of_cluster()
+        block_for(nodes, [rule], self.args.s3_down)
+        return f"{host}:{port} on {len(nodes)} nodes", float(self.args.s3_down)
+
+    def node(self, rng):
+        node = rng.choice(self._workers()).spec.node_name
+        run(["docker", "stop", "-t", "0", node], timeout=120)
+        time.sleep(self.args.node_down)
+        run(["docker", "start", node], timeout=120)
+        return node, float(self.args.node_down)
+
+
+def block_for(nodes, rules, seconds):
+    """Insert the iptables FORWARD rules on the nodes, wait, delete every copy of them again."""
+    for node in nodes:
+        for rule in rules:
+            run(["docker", "exec", node, "iptables", "-w", "5", "-I", "FORWARD", "1"] + rule)
+    time.sleep(seconds)
+    for node in nodes:
+        for rule in rules:
+            run(["docker", "exec", node, "sh", "-c", 'while iptables -w 5 -D FORWARD "$@" 2>/dev/null; do :; done', "sh"] + rule)
+
+
+def nodes_of_cluster():
+    out = run(["docker", "ps", "--format", "{{.Names}}", "--filter", "label=io.x-k8s.kind.cluster=trainfleet"]).stdout
+    return sorted(out.split())
+
+
+def pod_s3_endpoint(core, job, timeout=600):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pod in core.list_namespaced_pod(NAMESPACE, label_selector=f"{c.JOB_LABEL}={job}").items:
+            for env in pod.spec.containers[0].env or []:
+                if env.name == "AWS_ENDPOINT_URL":
+                    return env.value
+        time.sleep(2)
+    raise TimeoutError(f"no pod of {job} within {timeout}s")
+
+
+def lift_leftovers():
+    """Rules of an interrupted earlier run, and stopped nodes."""
+    for node in run(["docker", "ps", "-a", "--format", "{{.Names}}", "--filter", "label=io.x-k8s.kind.cluster=trainfleet"]).stdout.split():
+        run(["docker", "start", node], timeout=120)
+        rules = run(["docker", "exec", node, "iptables", "-S", "FORWARD"]).stdout.splitlines()
+        for rule in rules:
+            if "trainfleet-chaos" in rule:
+                run(["docker", "exec", node, "sh", "-c", "iptables -w 5 " + rule.replace("-A ", "-D ", 1)])
+
+
+def baseline(core, custom, s3, args, stamp):
+    name = f"chaos-base-{stamp}"
+    proc = train(name, args.baseline_epochs, OUT / f"chaos-{name}.log", 1800, trainer_args(args))
+    proc.wait(timeout=1900)
+    created, ended, phase = job_times(custom, name)
+    records = metrics(s3, args.bucket, args.prefix, name)
+    kept = sum(r["epoch_time_s"] for r in records)
+    steady = statistics.median(r["epoch_time_s"] for r in records)
+    samples = statistics.median(r["samples_per_s"] for r in records)
+    return {"job": name, "phase": phase, "epochs": len(records), "wall_s": ended - created, "kept_train_s": kept,
+            "ettr": kept / (ended - created), "median_epoch_s": steady, "samples_per_s": samples}
+
+
+def analyse(faults, epochs, records, created, ended, base):
+    epoch_time = {r["epoch"]: r["epoch_time_s"] for r in records}
+    median_epoch = statistics.median(epoch_time.values()) if epoch_time else base["median_epoch_s"]
+    rows = []
+    for index, fault in enumerate(faults):
+        after = [(e, t) for e, t in epochs if t > fault["at"]]
+        before = [e for e, t in epochs if t <= fault["at"]]
+        nxt = faults[index + 1]["at"] if index + 1 < len(faults) else math.inf
+        resumes = [r for r in fault.get("resumes", []) if fault["at"] < r[1] < nxt]
+        if after:
+            epoch, end = after[0]
+            started = end - epoch_time.get(epoch, median_epoch)
+            recovery = max(0.0, started - fault["at"])
+        else:
+            recovery = None
+        lost = 0
+        if resumes and before:
+            lost = max(0, max(before) - resumes[0][0])
+        rows.append(dict(fault, recovery_s=recovery, epochs_lost=lost))
+    ends = [created] + sorted(t for _e, t in epochs) + [ended]
+    gaps = [b - a for a, b in zip(ends, ends[1:])]
+    kept = sum(epoch_time.values())
+    recoveries = sorted(r["recovery_s"] for r in rows if r["recovery_s"] is not None)
+
+    def quantile(fraction):
+        return recoveries[min(len(recoveries) - 1, int(fraction * len(recoveries)))] if recoveries else None
+    return rows, {"wall_s": ended - created, "kept_train_s": kept, "ettr": kept / (ended - created), "epochs_kept": len(records),
+                  "epochs_done_again": len(epochs) - len(set(e for e, _t in epochs)),
+                  "recovery_p50_s": quantile(0.5), "recovery_p95_s": quantile(0.95), "longest_without_epoch_s": max(gaps),
+                  "samples_per_s_median": statistics.median(r["samples_per_s"] for r in records) if records else None}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--minutes", type=float, default=20)
+    p.add_argument("--every", type=float, default=180)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--faults", default=",".join(FAULTS))
+    p.add_argument("--baseline-epochs", type=int, default=20)
+    p.add_argument("--net-down", type=float, default=60)
+    p.add_argument("--s3-down", type=float, default=30)
+    p.add_argument("--node-down", type=float, default=60)
+    p.add_argument("--collective-timeout", type=float, default=300, help="the trainer's --timeout-s (the inventory's)")
+    p.add_argument("--stall-timeout", type=float, default=30,
+                   help="the trainer's --stall-timeout-s (its default is 120 s; a frozen rank costs at least this)")
+    p.add_argument("--bucket", default="trainfleet-local")
+    p.add_argument("--prefix", default="training")
+    p.add_argument("--s3-endpoint", default="http://127.0.0.1:5050", help="as this machine reaches it")
+    args = p.parse_args()
+    kinds = [k for k in args.faults.split(",") if k]
+    unknown = sorted(set(kinds) - set(FAULTS))
+    if unknown or not kinds:
+        p.error(f"--faults: unknown {unknown}; choose from {','.join(FAULTS)}")
+    OUT.mkdir(parents=True, exist_ok=True)
+    core, custom = c.api()
+    s3 = boto3.client("s3", endpoint_url=args.s3_endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
+                      region_name="us-east-1")
+    lift_leftovers()
+    stamp = time.strftime("%m%d%H%M", time.gmtime())
+    print(f"baseline: {args.baseline_epochs} epochs without faults ...", flush=True)
+    base = baseline(core, custom, s3, args, stamp)
+    print(f"baseline: {base['phase']}, {base['epochs']} epochs in {base['wall_s']:.0f} s, epoch {base['median_epoch_s']:.2f} s, "
+          f"{base['samples_per_s']:.0f} samples/s, ETTR {base['ettr']:.3f}", flush=True)
+    per_epoch_wall = (base["wall_s"] - 0.0) / base["epochs"]
+    epochs = max(5, int(args.minutes * 60 / per_epoch_wall))
+    name = f"chaos-{stamp}"
+    print(f"chaos: {name}, {epochs} epochs (~{args.minutes:g} min), a fault every {args.every:g} s from {kinds}", flush=True)
+    proc = train(name, epochs, OUT / f"chaos-{name}.log", int(args.minutes * 60 * 4 + 1800), trainer_args(args))
+    collector = Collector(core, name)
+    collector.start()
+    args.pod_s3_endpoint = pod_s3_endpoint(core, name)
+    while not collector.epochs() and proc.poll() is None:
+        time.sleep(2)
+    injector, rng = Injector(core, name, args), random.Random(args.seed)
+    order, faults, started = [], [], time.time()
+    while proc.poll() is None and time.time() - started < args.minutes * 60 - args.every / 2:
+        time.sleep(max(0.0, started + (len(faults) + 1) * args.every - time.time()))
+        if proc.poll() is not None:
+            break
+        if not order:
+            order = rng.sample(kinds, len(kinds))
+        kind = order.pop(0)
+        at = time.time()
+        try:
+            victim, lasted = getattr(injector, kind)(rng)
+            error = None
+        except Exception as exc:  # pylint: disable=broad-except  # a fault that could not be made is reported
+            victim, lasted, error = None, 0.0, str(exc)
+        faults.append({"kind": kind, "at": at, "victim": victim, "lasted_s": lasted, "error": error})
+        print(f"  {iso(at)} fault {len(faults)}: {kind} {victim or error}", flush=True)
+    rc = proc.wait(timeout=args.minutes * 60 * 4 + 1900)
+    collector.stop_event.set()
+    collector.join(10)
+    created, ended, phase = job_times(custom, name)
+    resumes = [(int(m.group(1)), collector.seen_at[line]) for line in collector.lines for m in [RESUME_RE.search(line)] if m]
+    for fault in faults:
+        fault["resumes"] = resumes
+    try:
+        records = metrics(s3, args.bucket, args.prefix, name)
+    except Exception:  # pylint: disable=broad-except
+        records = []
+    rows, total = analyse(faults, collector.epochs(), records, created, ended, base)
+    print(f"\n{'#':>2} {'fault':8} {'at':8} {'lasted':>6} {'recovery':>8} {'lost':>4}  victim")
+    for i, row in enumerate(rows, 1):
+        rec = "-" if row["recovery_s"] is None else f"{row['recovery_s']:.0f} s"
+        print(f"{i:>2} {row['kind']:8} {iso(row['at'])} {row['lasted_s']:>5.0f}s {rec:>8} {row['epochs_lost']:>4}  "
+              f"{row['victim'] or 'not made: ' + str(row['error'])}")
+    print(f"\njob {name}: {phase} (train step rc {rc}), {total['epochs_kept']} epochs kept, {total['epochs_done_again']} done again, "
+          f"wall {total['wall_s']:.0f} s")
+    print(f"ETTR {total['ettr']:.3f} under chaos (kept training {total['kept_train_s']:.0f} s / wall {total['wall_s']:.0f} s); "
+          f"fault-free {base['ettr']:.3f}; ratio {total['ettr'] / base['ettr']:.3f}")
+    print(f"recovery p50 {total['recovery_p50_s']} s, p95 {total['recovery_p95_s']} s; longest without an epoch "
+          f"{total['longest_without_epoch_s']:.0f} s (bound 2 x {args.collective_timeout:g} s = {2 * args.collective_timeout:g} s)")
+    if total["samples_per_s_median"]:
+        print(f"throughput of the kept epochs {total['samples_per_s_median']:.0f} samples/s, fault-free {base['samples_per_s']:.0f}")
+    for row in rows:
+        row.pop("resumes", None)
+    (OUT / "chaos.json").write_text(json.dumps({"args": dict(vars(args)), "baseline": base, "job": name,
+                                                "phase": phase, "faults": rows, "total": total}, indent=2, default=str) + "\n")
+    print(f"figures: {OUT / 'chaos.json'}")
+    return 0 if phase == "Succeeded" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
