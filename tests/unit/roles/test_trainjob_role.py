@@ -126,10 +126,12 @@ def test_train_playbook_builds_the_variant_the_job_needs():
     assert {"ansible.builtin.import_tasks": "tasks/trainer_image.yml"}.items() <= next(
         t for t in play["pre_tasks"] if "tasks/trainer_image.yml" in str(t)).items()
     with open(os.path.join(ROOT, "playbooks", "tasks", "trainer_image.yml")) as handle:
-        (block,) = yaml.safe_load(handle)
-    resolve = next(t for t in block["block"] if t.get("name") == "Resolve the trainer image")
+        tasks = yaml.safe_load(handle)
+    resolve = next(t for t in tasks if t.get("name") == "Resolve the trainer image")
     assert "trainjob_image_variant" in resolve["vars"]["trainer_image_variants"]
-    assert "trainjob_image_variant" in block["vars"]["_image_known"]
+    assert "trainjob_image_variant" in play["vars"]["_train_image_known"]
+    # each include's own condition, never a block's: a block's would reach the role's push tasks
+    assert all("block" not in t and "not (_train_image_known | bool)" in t["when"] for t in tasks)
     with open(os.path.join(ROOT, "playbooks", "evaluate.yml")) as handle:
         evaluate = yaml.safe_load(handle)[0]
     assert evaluate["vars"]["trainjob_image_variant"] == ""  # the evaluation runs on the CPU image
