@@ -16,8 +16,10 @@ random order that takes every kind once before any twice:
 
 Per fault it prints the recovery (fault -> the start of the first epoch that ends after it, so 0
 for a fault training went through) and the epochs lost (completed before the fault, done again after
-it). Overall: ETTR, the training time of the epochs the run kept (metrics.jsonl's epoch_time_s) over
-the job's wall time (creation -> completion), p50/p95 recovery, the longest time without an epoch
+it). Overall: ETTR, the epochs the run kept times the fault-free run's wall seconds per epoch (its
+pace once training: steps, evaluation and snapshot) over the job's wall time (creation ->
+completion), so start-up, recoveries and lost epochs are what it loses; the share of the wall spent
+in training steps (metrics.jsonl's epoch_time_s); p50/p95 recovery, the longest time without an epoch
 ending against 2x the trainer's collective timeout, and the throughput under chaos against the
 fault-free run's. The figures go to out/bench/chaos.json; the train step's output to
 out/bench/chaos-<run>.log.
@@ -253,17 +255,28 @@ def lift_leftovers():
                 run(["docker", "exec", node, "sh", "-c", "iptables -w 5 " + rule.replace("-A ", "-D ", 1)])
 
 
+def steady_epoch_s(epochs):
+    """Wall seconds per epoch once training runs (first to last epoch end: training, evaluation, snapshot)."""
+    ends = sorted(t for _e, t in epochs)
+    return (ends[-1] - ends[0]) / (len(ends) - 1) if len(ends) > 1 else None
+
+
 def baseline(core, custom, s3, args, stamp):
     name = f"chaos-base-{stamp}"
     proc = train(name, args.baseline_epochs, OUT / f"chaos-{name}.log", 1800, trainer_args(args))
+    collector = Collector(core, name)
+    collector.start()
     proc.wait(timeout=1900)
+    time.sleep(4)  # the collector's last round
+    collector.stop_event.set()
+    collector.join(10)
     created, ended, phase = job_times(custom, name)
     records = metrics(s3, args.bucket, args.prefix, name)
-    kept = sum(r["epoch_time_s"] for r in records)
-    steady = statistics.median(r["epoch_time_s"] for r in records)
-    samples = statistics.median(r["samples_per_s"] for r in records)
-    return {"job": name, "phase": phase, "epochs": len(records), "wall_s": ended - created, "kept_train_s": kept,
-            "ettr": kept / (ended - created), "median_epoch_s": steady, "samples_per_s": samples}
+    steady = steady_epoch_s(collector.epochs())
+    return {"job": name, "phase": phase, "epochs": len(records), "wall_s": ended - created,
+            "kept_train_s": sum(r["epoch_time_s"] for r in records), "steady_epoch_s": steady,
+            "ettr": len(records) * steady / (ended - created), "median_epoch_s": statistics.median(r["epoch_time_s"] for r in records),
+            "samples_per_s": statistics.median(r["samples_per_s"] for r in records)}
 
 
 def analyse(faults, epochs, records, created, ended, base):
@@ -288,11 +301,13 @@ def analyse(faults, epochs, records, created, ended, base):
     ends = [created] + sorted(t for _e, t in epochs) + [ended]
     gaps = [b - a for a, b in zip(ends, ends[1:])]
     kept = sum(epoch_time.values())
+    productive = len(records) * base["steady_epoch_s"]
     recoveries = sorted(r["recovery_s"] for r in rows if r["recovery_s"] is not None)
 
     def quantile(fraction):
         return recoveries[min(len(recoveries) - 1, int(fraction * len(recoveries)))] if recoveries else None
-    return rows, {"wall_s": ended - created, "kept_train_s": kept, "ettr": kept / (ended - created), "epochs_kept": len(records),
+    return rows, {"wall_s": ended - created, "kept_train_s": kept, "productive_s": productive,
+                  "ettr": productive / (ended - created), "compute_share": kept / (ended - created), "epochs_kept": len(records),
                   "epochs_done_again": len(epochs) - len(set(e for e, _t in epochs)),
                   "recovery_p50_s": quantile(0.5), "recovery_p95_s": quantile(0.95), "longest_without_epoch_s": max(gaps),
                   "samples_per_s_median": statistics.median(r["samples_per_s"] for r in records) if records else None}
@@ -327,10 +342,10 @@ def main():
     stamp = time.strftime("%m%d%H%M", time.gmtime())
     print(f"baseline: {args.baseline_epochs} epochs without faults ...", flush=True)
     base = baseline(core, custom, s3, args, stamp)
-    print(f"baseline: {base['phase']}, {base['epochs']} epochs in {base['wall_s']:.0f} s, epoch {base['median_epoch_s']:.2f} s, "
+    print(f"baseline: {base['phase']}, {base['epochs']} epochs in {base['wall_s']:.0f} s (pods, rendezvous included), an epoch "
+          f"every {base['steady_epoch_s']:.2f} s once training ({base['median_epoch_s']:.2f} s of it training), "
           f"{base['samples_per_s']:.0f} samples/s, ETTR {base['ettr']:.3f}", flush=True)
-    per_epoch_wall = (base["wall_s"] - 0.0) / base["epochs"]
-    epochs = max(5, int(args.minutes * 60 / per_epoch_wall))
+    epochs = max(5, int(args.minutes * 60 / base["steady_epoch_s"]))
     name = f"chaos-{stamp}"
     print(f"chaos: {name}, {epochs} epochs (~{args.minutes:g} min), a fault every {args.every:g} s from {kinds}", flush=True)
     proc = train(name, epochs, OUT / f"chaos-{name}.log", int(args.minutes * 60 * 4 + 1800), trainer_args(args))
@@ -375,8 +390,9 @@ def main():
               f"{row['victim'] or 'not made: ' + str(row['error'])}")
     print(f"\njob {name}: {phase} (train step rc {rc}), {total['epochs_kept']} epochs kept, {total['epochs_done_again']} done again, "
           f"wall {total['wall_s']:.0f} s")
-    print(f"ETTR {total['ettr']:.3f} under chaos (kept training {total['kept_train_s']:.0f} s / wall {total['wall_s']:.0f} s); "
-          f"fault-free {base['ettr']:.3f}; ratio {total['ettr'] / base['ettr']:.3f}")
+    print(f"ETTR {total['ettr']:.3f} under chaos (the kept epochs at the fault-free pace, {total['productive_s']:.0f} s, / wall "
+          f"{total['wall_s']:.0f} s); fault-free {base['ettr']:.3f} (start-up only); ratio {total['ettr'] / base['ettr']:.3f}; "
+          f"time in training steps {total['compute_share']:.3f} of the wall")
     print(f"recovery p50 {total['recovery_p50_s']} s, p95 {total['recovery_p95_s']} s; longest without an epoch "
           f"{total['longest_without_epoch_s']:.0f} s (bound 2 x {args.collective_timeout:g} s = {2 * args.collective_timeout:g} s)")
     if total["samples_per_s_median"]:
