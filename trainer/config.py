@@ -11,6 +11,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
+from trainer.compilecache import MAX_LOCK_WAIT_S, cache_set_problem
 from trainer.storage import StorageError, check_local_dir_writable, is_s3_uri, parse_s3_uri
 
 DATASETS_HELP = "digits | synthetic | corpus | dir:PATH | s3://bucket/prefix"
@@ -29,8 +30,9 @@ MAX_CORPUS_BYTES = 64 << 20
 # fp32: plain float32; tf32: float32 with TensorFloat-32 matrix products (CUDA); bf16: bfloat16 autocast.
 PRECISIONS = ("fp32", "tf32", "bf16")
 OPTIMIZERS = ("sgd", "adam", "adamw")
-BACKENDS = ("auto", "gloo", "nccl")
-DEVICES = ("auto", "cpu", "cuda")
+BACKENDS = ("auto", "gloo", "nccl", "xla")
+# xla: torch_xla's runtime (trainer.xla): its CPU device here, NeuronCores under torch-neuronx.
+DEVICES = ("auto", "cpu", "cuda", "xla")
 DIGITS_FEATURES = 64
 
 
@@ -120,6 +122,10 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
     device: str = "auto"
     timeout_s: float = 1800.0
     stall_timeout_s: float = 120.0
+    compile_cache_dir: Optional[str] = None
+    cache_set: str = "default"
+    precompile: bool = False
+    cache_lock_wait_s: float = 300.0
     s3_endpoint_url: Optional[str] = None
     storage_attempts: int = 8
     storage_backoff_s: float = 0.5
@@ -174,8 +180,9 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
             raise ConfigError("--backend", f"expected one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.device not in DEVICES:
             raise ConfigError("--device", f"expected one of {', '.join(DEVICES)}, got {self.device!r}")
-        if self.backend == "nccl" and self.device == "cpu":
-            raise ConfigError("--backend", "expected gloo or auto with --device cpu (nccl needs CUDA devices)")
+        if self.backend == "nccl" and self.device in ("cpu", "xla"):
+            raise ConfigError("--backend", f"expected gloo or auto with --device {self.device} (nccl needs CUDA devices)")
+        self._check_xla()
         _positive_float("--timeout-s", self.timeout_s)
         if isinstance(self.stall_timeout_s, bool) or not isinstance(self.stall_timeout_s, (int, float)) \
                 or not math.isfinite(self.stall_timeout_s) or not (self.stall_timeout_s == 0 or 10 <= self.stall_timeout_s <= 86400):
@@ -187,6 +194,41 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
             raise ConfigError("--storage-backoff-s", f"expected a number of seconds in (0, 60], got {self.storage_backoff_s!r}")
         if self.s3_endpoint_url is not None and not self.s3_endpoint_url.startswith(("http://", "https://")):
             raise ConfigError("--s3-endpoint-url", f"expected an http:// or https:// URL, got {self.s3_endpoint_url!r}")
+
+    def _check_xla(self):
+        """--device xla and its compile cache (trainer.xla, trainer.compilecache)."""
+        if self.backend == "xla" and self.device != "xla":
+            raise ConfigError("--backend", f"xla is the XLA runtime's backend: expected --device xla with it, got --device {self.device!r}")
+        if self.device == "xla":
+            if self.precision != "fp32":
+                raise ConfigError("--precision", f"expected fp32 with --device xla (this trainer does not autocast on XLA), "
+                                                 f"got {self.precision!r}")
+            if self.compile:
+                raise ConfigError("--compile", "expected no --compile with --device xla (XLA compiles every step's graph itself)")
+        problem = cache_set_problem(self.cache_set)
+        if problem:
+            raise ConfigError("--cache-set", problem)
+        if self.compile_cache_dir is not None:
+            if self.device != "xla":
+                raise ConfigError("--compile-cache-dir", f"the compile cache holds XLA graphs: expected --device xla with it, "
+                                                         f"got --device {self.device!r}")
+            if not self.compile_cache_dir or is_s3_uri(self.compile_cache_dir):
+                raise ConfigError("--compile-cache-dir", f"expected a directory (a shared volume's mount), got {self.compile_cache_dir!r}")
+            reason = check_local_dir_writable(self.compile_cache_dir)
+            if reason:
+                raise ConfigError("--compile-cache-dir", f"expected a writable directory, {self.compile_cache_dir!r} {reason}")
+        if not isinstance(self.precompile, bool):
+            raise ConfigError("--precompile", f"expected true or false, got {self.precompile!r}")
+        if self.precompile and self.compile_cache_dir is None:
+            raise ConfigError("--precompile", "expected --compile-cache-dir (and --device xla): a precompile run fills a cache set")
+        if isinstance(self.cache_lock_wait_s, bool) or not isinstance(self.cache_lock_wait_s, (int, float)) \
+                or not math.isfinite(self.cache_lock_wait_s) or not 0 <= self.cache_lock_wait_s <= MAX_LOCK_WAIT_S:
+            raise ConfigError("--cache-lock-wait-s", f"expected a number of seconds in [0, {MAX_LOCK_WAIT_S}], got {self.cache_lock_wait_s!r}")
+
+    @property
+    def compile_cache_path(self):
+        """The cache set's directory, or None without --compile-cache-dir."""
+        return os.path.join(self.compile_cache_dir, self.cache_set) if self.compile_cache_dir else None
 
     def _check_text(self):
         if self.model == "transformer":
@@ -300,7 +342,9 @@ def build_parser():
                         "a fault injected by a test lands mid-run; not counted in epoch_time_s (default: %(default)s)")
     g.add_argument("--output-dir", default=default("output_dir"), help="directory or s3:// URI for model.pt, metrics.jsonl, plot.png (default: %(default)s)")
     g = p.add_argument_group("distributed")
-    g.add_argument("--backend", default=default("backend"), help=f"{' | '.join(BACKENDS)}; auto = nccl on GPU, gloo on CPU (default: %(default)s)")
+    g.add_argument("--backend", default=default("backend"),
+                   help=f"{' | '.join(BACKENDS)}; auto = nccl on GPU, gloo on CPU, xla on an XLA runtime that spans processes "
+                        "(default: %(default)s)")
     g.add_argument("--device", default=default("device"), help=f"{' | '.join(DEVICES)} (default: %(default)s)")
     g.add_argument("--timeout-s", type=float, default=default("timeout_s"), help="process group timeout in seconds (default: %(default)s)")
     g.add_argument("--stall-timeout-s", type=float, default=default("stall_timeout_s"),
@@ -312,6 +356,17 @@ def build_parser():
     g.add_argument("--storage-backoff-s", type=float, default=default("storage_backoff_s"),
                    help="first wait between S3 tries; doubles each time, capped at 8 s (default: %(default)s)")
     g.add_argument("--verbose-ranks", action="store_true", help="let every rank log, not only rank 0")
+    g = p.add_argument_group("XLA compile cache (--device xla)")
+    g.add_argument("--compile-cache-dir", default=default("compile_cache_dir"),
+                   help="directory (a shared volume) holding compile cache sets; XLA's persistent cache, Neuron's compiler "
+                        "cache (default: none)")
+    g.add_argument("--cache-set", default=default("cache_set"),
+                   help="the cache set in --compile-cache-dir; one job at a time uses a set (a lock) (default: %(default)s)")
+    g.add_argument("--precompile", action="store_true",
+                   help="compile this run's graphs into the cache set (one epoch, no snapshot, no outputs) and stop")
+    g.add_argument("--cache-lock-wait-s", type=float, default=default("cache_lock_wait_s"),
+                   help="wait this long for another job's lock on the cache set, then fail naming it; 0 = fail at once "
+                        "(default: %(default)s)")
     return p
 
 

@@ -7,6 +7,7 @@ nccl) over env://, so the launcher passes MASTER_ADDR and MASTER_PORT with ``mpi
 
 import os
 import socket
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -30,6 +31,15 @@ class DistContext:
     device: torch.device = torch.device("cpu")
     restart_count: int = 0
     launcher: str = "none"
+    xla: object = None  # trainer.xla.XlaRuntime with --device xla
+
+    @property
+    def comm_device(self):
+        """Where the trainer's own collectives' tensors live: the device, except on an XLA device whose
+        process group is gloo (the CPU runtime), where they stay on the host."""
+        if self.device.type == "xla" and self.backend != "xla":
+            return torch.device("cpu")
+        return self.device
 
     @property
     def is_rank0(self):
@@ -142,31 +152,56 @@ def init(cfg):
     """Start the process group when launched by torchrun or mpirun (env://), with an explicit timeout."""
     rank, local_rank, world_size, group_rank, launched = env_ranks()
     launcher = launched_by()
-    backend, use_cuda = choose_backend(cfg.backend, cfg.device, torch.cuda.is_available())
-    if use_cuda:
-        check_local_gpus(local_rank, local_size(), torch.cuda.device_count())
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
+    runtime = None
+    if cfg.device == "xla":
+        from trainer.xla import XlaRuntime  # pylint: disable=import-outside-toplevel
+
+        runtime = XlaRuntime(cfg.compile_cache_path)
+        backend, device = runtime.backend(cfg.backend), runtime.device
+        if backend == "xla":
+            runtime.register_backend()
     else:
+        backend, use_cuda = choose_backend(cfg.backend, cfg.device, torch.cuda.is_available())
         device = torch.device("cpu")
+        if use_cuda:
+            check_local_gpus(local_rank, local_size(), torch.cuda.device_count())
+            torch.cuda.set_device(local_rank)
+            device = torch.device("cuda", local_rank)
     ctx = DistContext(rank=rank, local_rank=local_rank, world_size=world_size, group_rank=group_rank,
                       distributed=launched, backend=backend if launched else "none", device=device,
-                      restart_count=restart_count(), launcher=launcher)
+                      restart_count=restart_count(), launcher=launcher, xla=runtime)
     if launched:
-        dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=world_size,
+        # The xla backend takes its ranks from the runtime (xla://); the others from the launcher's env://.
+        dist.init_process_group(backend=backend, init_method="xla://" if backend == "xla" else "env://",
+                                **({} if backend == "xla" else {"rank": rank, "world_size": world_size}),
                                 timeout=timedelta(seconds=cfg.timeout_s))
     return ctx
 
 
-def shutdown():
-    """destroy_process_group when one exists (safe to call on every exit path)."""
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+# destroy_process_group's bound: the process ends right after it (trainer.train.exit_now), so a
+# teardown that blocks must not keep it alive.
+SHUTDOWN_WAIT_S = 15.0
+
+
+def shutdown(wait_s=SHUTDOWN_WAIT_S):
+    """destroy_process_group when one exists (safe to call on every exit path), waiting at most ``wait_s``.
+
+    With torch 2.6 (the XLA venv's) a gloo group's teardown sometimes blocks for good after the peer
+    has already exited (seen in about one 2-process run in ten); the process then never ended and its
+    torchrun waited with it. The teardown now runs in a daemon thread, and a run whose teardown
+    does not finish within the bound goes on to exit anyway; the returned flag says which happened.
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        return True
+    worker = threading.Thread(target=dist.destroy_process_group, name="destroy-process-group", daemon=True)
+    worker.start()
+    worker.join(wait_s)
+    return not worker.is_alive()
 
 
 def all_reduce_sum(ctx, values):
     """Sum a list of floats over all ranks (float64 on the collective's device)."""
-    tensor = torch.tensor(values, dtype=torch.float64, device=ctx.device)
+    tensor = torch.tensor(values, dtype=torch.float64, device=ctx.comm_device)
     if ctx.distributed:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
     return tensor.tolist()

@@ -24,15 +24,17 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from trainer import dist, emit
+from trainer.compilecache import CacheLock, job_identity
 from trainer.config import ConfigError
 from trainer.data import DataError, download_s3_dataset, load_split, s3_cache_path
-from trainer.metrics import (METRICS_NAME, MODEL_NAME, PLOT_NAME, epoch_line, info_line, metrics_jsonl, plot_png, result_line,
+from trainer.metrics import (METRICS_NAME, MODEL_NAME, PLOT_NAME, compile_line, epoch_line, info_line, metrics_jsonl, plot_png, result_line,
                              resume_line, snapshot_failed_line, snapshot_line, stopped_line, storage_retry_line, warning_line)
 from trainer.model import build_model, model_spec
 from trainer.snapshot import load_latest, load_snapshot, make_snapshot, save_snapshot, to_bytes
 from trainer.storage import RetryPolicy, StorageError, is_s3_uri, open_storage
 from trainer.tbevents import EventLog
 from trainer.watchdog import Watchdog, tcp_store
+from trainer.xla import missing_reason as xla_missing
 
 
 class Logger:  # pylint: disable=too-few-public-methods
@@ -150,6 +152,14 @@ def fetch_data(cfg, ctx, log):
     return s3_cache_path(cfg.dataset, cfg.data_cache_dir)
 
 
+def feed(ctx, x, y, indices, batch_size):
+    """batches() on the run's device; on an XLA device through its loader (trainer.xla: copied ahead of
+    use, a step boundary after each batch)."""
+    if ctx.xla is not None:
+        return ctx.xla.feed(batches(x, y, indices, batch_size, torch.device("cpu")))
+    return batches(x, y, indices, batch_size, ctx.device)
+
+
 def evaluate(module, split, ctx, batch_size, loss_fn, autocast=contextlib.nullcontext, watchdog=None, epoch=0):
     """(mean loss, accuracy) over every target of the test set (a language model's: next-token loss and
     accuracy); each rank takes every world_size-th sample. Sums stay on the device until the end."""
@@ -160,7 +170,7 @@ def evaluate(module, split, ctx, batch_size, loss_fn, autocast=contextlib.nullco
     watchdog = watchdog or Watchdog(0, ctx.rank, ctx.world_size)  # off: beats are no-ops
     after = watchdog.progress.step  # evaluation steps follow the epoch's training steps
     with torch.no_grad():
-        for step, (xb, yb, n) in enumerate(batches(split.x_test, split.y_test, indices, max(batch_size, 256), ctx.device)):
+        for step, (xb, yb, n) in enumerate(feed(ctx, split.x_test, split.y_test, indices, max(batch_size, 256))):
             watchdog.beat(epoch, after + 1 + step)
             with autocast():
                 logits = module(xb)
@@ -222,11 +232,13 @@ def train_epoch(ddp, optimizer, loss_fn, split, epoch, cfg, ctx, autocast=contex
     samples = 0
     order = shard_order(len(split.y_train), ctx.world_size, ctx.rank, cfg.seed, epoch, split.y_train.device)
     watchdog = watchdog or Watchdog(0, ctx.rank, ctx.world_size)  # off: beats are no-ops
-    for step, (xb, yb, n) in enumerate(batches(split.x_train, split.y_train, order, cfg.batch_size, ctx.device)):
+    for step, (xb, yb, n) in enumerate(feed(ctx, split.x_train, split.y_train, order, cfg.batch_size)):
         optimizer.zero_grad(set_to_none=True)
         with autocast():
             loss = flat_loss(loss_fn, ddp(xb), yb)
         loss.backward()
+        if ctx.xla is not None and ctx.distributed:  # DDP's part on the other devices
+            ctx.xla.reduce_gradients(ddp.parameters(), ctx.backend, ctx.world_size)
         optimizer.step()
         loss_sum.add_(loss.detach(), alpha=n * per_sample)
         samples += n
@@ -270,7 +282,7 @@ def write_events(events, history, when, log, start=False):
     return True
 
 
-def write_outputs(cfg, ctx, model, spec, history, started, resumed_from, out):
+def write_outputs(cfg, ctx, model, spec, history, started, resumed_from, out, serialize=to_bytes):
     """Rank 0: model.pt, metrics.jsonl, plot.png to --output-dir (storage ``out``); returns the result dict.
 
     resumed_from_epoch: the epoch of the snapshot this process resumed from (0: started fresh).
@@ -278,7 +290,7 @@ def write_outputs(cfg, ctx, model, spec, history, started, resumed_from, out):
     container restart starts a new count (pytorchjob_info reports those per replica).
     """
     last = history[-1]
-    model_uri = out.write_bytes(MODEL_NAME, to_bytes({
+    model_uri = out.write_bytes(MODEL_NAME, serialize({
         "format": 1, "model_spec": spec, "state_dict": model.state_dict(), "epoch": last["epoch"],
         "test_acc": last["test_acc"], "test_loss": last["test_loss"], "world_size": ctx.world_size, "config": cfg.to_dict(),
     }))
@@ -321,15 +333,17 @@ def run(cfg, ctx):
                       size=cfg.model_size if cfg.model == "transformer" else None)
     model = build_model(spec).to(ctx.device)
     optimizer = make_optimizer(cfg, model.parameters(), ctx.device)
-    start_epoch, history = restore(cfg, ctx, model, optimizer, log)  # before DDP wraps the model
+    # before DDP wraps the model; a precompile run neither resumes nor snapshots: it only compiles
+    start_epoch, history = (1, []) if cfg.precompile else restore(cfg, ctx, model, optimizer, log)
     resumed_from = start_epoch - 1
     ddp = model
-    if ctx.distributed:
+    if ctx.distributed and ctx.xla is None:  # on XLA, trainer.xla sums the gradients
         ddp = DistributedDataParallel(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
     if cfg.compile:  # the step compiles; model (not its compiled wrapper) keeps the state_dict names
         ddp = torch.compile(ddp)
     loss_fn = nn.CrossEntropyLoss()
-    snapshots = open_store(cfg, cfg.snapshot_dir, log) if cfg.snapshot_dir and ctx.is_rank0 else None
+    snapshots = open_store(cfg, cfg.snapshot_dir, log) if cfg.snapshot_dir and ctx.is_rank0 and not cfg.precompile else None
+    serialize = ctx.xla.to_bytes if ctx.xla is not None else to_bytes
     outputs = open_store(cfg, cfg.output_dir, log) if ctx.is_rank0 else None
     events = EventLog(outputs) if ctx.is_rank0 else None
     events_owed = bool(events) and not write_events(events, history, "from the restored history", log, start=True)
@@ -346,6 +360,13 @@ def run(cfg, ctx):
                             "samples_per_s": samples / seconds if seconds > 0 else 0.0, "epoch_time_s": seconds,
                             "samples": samples, "world_size": ctx.world_size, "lr": optimizer.param_groups[0]["lr"],
                             "wall_time": time.time()})
+            if ctx.xla is not None and epoch == start_epoch:  # every graph of the run has been compiled by now
+                log(compile_line({"device": f"xla:{ctx.xla.device_type}", "precompile": cfg.precompile,
+                                  "cache_set": cfg.cache_set if cfg.compile_cache_dir else None, **ctx.xla.compile_stats()}))
+            if cfg.precompile:
+                log(stopped_line(epoch, "--precompile"))
+                finish_together(ctx, None)
+                return 0
             stopping = cfg.stop_after_epoch == epoch
             if ctx.is_rank0:
                 with watchdog.io("epoch outputs"):  # the other ranks wait in the next collective
@@ -358,7 +379,7 @@ def run(cfg, ctx):
                     if snapshots and (snapshot_owed or epoch % cfg.snapshot_every == 0 or epoch == cfg.epochs or stopping):
                         try:
                             uri = save_snapshot(snapshots, make_snapshot(epoch, model, optimizer, history, spec, ctx.world_size),
-                                                cfg.keep_snapshots, warn=lambda text: log(warning_line(text)))
+                                                cfg.keep_snapshots, warn=lambda text: log(warning_line(text)), serialize=serialize)
                         except (StorageError, OSError) as exc:
                             snapshot_owed = True
                             log(snapshot_failed_line(epoch, exc))
@@ -378,7 +399,7 @@ def run(cfg, ctx):
                 write_events(events, history, "with the final outputs", log)
             if ctx.is_rank0:
                 try:
-                    log(result_line(write_outputs(cfg, ctx, model, spec, history, started, resumed_from, outputs)))
+                    log(result_line(write_outputs(cfg, ctx, model, spec, history, started, resumed_from, outputs, serialize)))
                 except Exception as exc:  # pylint: disable=broad-except
                     error = exc
         finish_together(ctx, error)
@@ -411,6 +432,10 @@ def check_environment(cfg):
         raise ConfigError("--precision", "tf32 is a CUDA matrix mode and this run is on the CPU: expected fp32 or bf16")
     if cfg.precision == "bf16" and use_cuda and not torch.cuda.is_bf16_supported():
         raise ConfigError("--precision", f"bf16 expected a GPU that supports bfloat16; {torch.cuda.get_device_name()} does not")
+    if cfg.device == "xla":
+        reason = xla_missing()
+        if reason:
+            raise ConfigError("--device", f"xla cannot run here: {reason}")
     if cfg.compile:
         reason = compile_unsupported(use_cuda)
         if reason:
@@ -429,11 +454,34 @@ def compile_unsupported(use_cuda, which=shutil.which, find_spec=importlib.util.f
     return None
 
 
+def hold_cache_set(cfg):
+    """The compile cache set's lock, held for this job (trainer.compilecache), or None without a cache.
+    Taken before the runtime starts: nothing is compiled into a set another job is using."""
+    if not cfg.compile_cache_dir:
+        return None
+    rank0 = dist.env_ranks()[0] == 0
+    lock = CacheLock(cfg.compile_cache_dir, cfg.cache_set, job_identity(), wait_s=cfg.cache_lock_wait_s,
+                     emit=lambda text: emit(info_line(text)) if rank0 else None)
+    waited = lock.acquire()
+    if rank0:
+        emit(info_line(f"compile cache set {cfg.cache_set!r} held by job {lock.job!r} after {waited:.1f}s: "
+                       f"{cfg.compile_cache_path}"))
+    return lock
+
+
 def launch(cfg):
-    """Start the process group, print the rank line, train, always destroy the group. Returns the exit code."""
+    """Hold the compile cache set (if any), start the process group, print the rank line, train; always
+    destroy the group. Returns the exit code. Rank 0 releases the cache set after a run that ended well;
+    a failed job's lock goes stale (trainer.compilecache) unless its restart takes it up again."""
+    lock = hold_cache_set(cfg)
+    code = 1
     try:
         ctx = dist.init(cfg)
         emit(ctx.rank_line())
-        return run(cfg, ctx)
+        code = run(cfg, ctx)
+        return code
     finally:
-        dist.shutdown()
+        if not dist.shutdown():
+            emit(warning_line(f"the process group's teardown did not end within {dist.SHUTDOWN_WAIT_S:g}s; exiting anyway"))
+        if lock is not None:
+            lock.release(remove=code == 0 and dist.env_ranks()[0] == 0)

@@ -9,7 +9,7 @@ import io
 import json
 import re
 
-from trainer import (EPOCH_PREFIX, ERROR_PREFIX, EVALUATE_PREFIX, INFO_PREFIX, RANK_PREFIX, RESULT_PREFIX, RESUME_PREFIX, STALL_PREFIX,
+from trainer import (COMPILE_PREFIX, EPOCH_PREFIX, ERROR_PREFIX, EVALUATE_PREFIX, INFO_PREFIX, RANK_PREFIX, RESULT_PREFIX, RESUME_PREFIX, STALL_PREFIX,
                      STOPPED_PREFIX, WARNING_PREFIX)
 
 METRICS_NAME = "metrics.jsonl"
@@ -81,6 +81,16 @@ def evaluate_line(report):
 
 def parse_evaluate_line(line):
     return _parse_json_line(EVALUATE_PREFIX, line)
+
+
+def compile_line(report):
+    """``trainfleet-compile: {json}`` (rank 0 on an XLA device, after the first epoch it ran: device, precompile,
+    cache_set, graphs_compiled, compile_s, cache_hits, cache_misses; trainer.xla.compile_stats)."""
+    return _json_line(COMPILE_PREFIX, report)
+
+
+def parse_compile_line(line):
+    return _parse_json_line(COMPILE_PREFIX, line)
 
 
 def one_line(text):

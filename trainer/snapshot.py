@@ -84,15 +84,16 @@ def make_snapshot(epoch, model, optimizer, metrics, model_spec, world_size):
     }
 
 
-def save_snapshot(storage, snapshot, keep=2, warn=None):
+def save_snapshot(storage, snapshot, keep=2, warn=None, serialize=None):
     """Write the snapshot, check it is whole, point ``latest`` at it, prune to the newest ``keep``.
 
     Returns its URI. Raises (StorageError, OSError) when the snapshot or the pointer could not be
     written; ``latest`` then still names the previous complete snapshot. A failed prune only
-    reaches ``warn`` (a message): the snapshot itself is in place.
+    reaches ``warn`` (a message): the snapshot itself is in place. ``serialize``: the snapshot's bytes
+    (to_bytes; on an XLA device trainer.xla's, which moves the tensors to the CPU first).
     """
     name = snapshot_name(snapshot["epoch"])
-    data = to_bytes(snapshot)
+    data = (serialize or to_bytes)(snapshot)
     uri = storage.write_bytes(name, data)
     stored = storage.size(name)
     if stored != len(data):

@@ -14,7 +14,7 @@ from trainer.metrics import error_line
 from trainer.storage import StorageError
 
 EXIT_BAD_ARGUMENT = 2
-EXIT_DATA_ERROR = 1
+EXIT_DATA_ERROR = 1  # also: the compile cache set stayed busy (CacheLockBusy)
 
 
 def _fail(message, code=EXIT_BAD_ARGUMENT):
@@ -38,6 +38,7 @@ def main(argv=None):
     from torch.distributed.elastic.multiprocessing.errors import record
 
     from trainer import loop
+    from trainer.compilecache import CacheLockBusy
     from trainer.data import DataError
 
     try:
@@ -45,7 +46,7 @@ def main(argv=None):
         return record(loop.launch)(cfg)
     except ConfigError as exc:
         return _fail(exc)
-    except DataError as exc:
+    except (DataError, CacheLockBusy) as exc:
         return _fail(exc, EXIT_DATA_ERROR)
 
 

@@ -84,7 +84,12 @@ DEFAULTS = {
     "trainer_batch_size": 64,
     "trainer_backend": "auto",
     "trainer_snapshot_dir": "",
+    "trainer_device": "auto",
+    "compile_cache_set": "",
+    "precompile": False,
 }
+# Where a compile cache set lives: a directory of the claim (the trainer's --compile-cache-dir).
+COMPILE_CACHE_DIR = "compile-cache"
 OUTPUT_KEYS = ("tolerations", "resources", "volumes", "volume_mounts", "pod_security_context",
                "container_security_context", "image_pull_secrets", "output_dir", "trainer_args", "trainer_env")
 
@@ -255,16 +260,25 @@ def output_dir(trainer_output_dir, s3_bucket, s3_prefix, name):
     return "s3://" + "/".join(str(part) for part in (s3_bucket, prefix, name) if part)
 
 
-def trainer_args(dataset, epochs, batch_size, backend, output_dir, snapshot_dir="", gpus=0):  # pylint: disable=redefined-outer-name
-    """--dataset, --epochs, --batch-size, --backend, --output-dir, then --snapshot-dir when there is one, and
-    --device=cuda when the job asks for GPUs: a pod whose torch sees none then fails at once, saying so,
-    instead of training on its CPUs."""
+def trainer_args(dataset, epochs, batch_size, backend, output_dir, snapshot_dir="", gpus=0,  # pylint: disable=redefined-outer-name
+                 device="auto", compile_cache=None):
+    """--dataset, --epochs, --batch-size, --backend, --output-dir, then --snapshot-dir when there is one, then
+    the device: --device=<device> when one is named, else --device=cuda when the job asks for GPUs (a pod
+    whose torch sees none then fails at once, saying so, instead of training on its CPUs). compile_cache
+    (mount path of the claim, cache set, precompile) adds --compile-cache-dir, --cache-set and --precompile."""
     args = ["--dataset=" + str(dataset), "--epochs=" + str(epochs), "--batch-size=" + str(batch_size),
             "--backend=" + str(backend), "--output-dir=" + str(output_dir)]
     if snapshot_dir:
         args.append("--snapshot-dir=" + str(snapshot_dir))
-    if _int(0 if gpus is None else gpus, "gpus") > 0:
+    if device and str(device) != "auto":
+        args.append("--device=" + str(device))
+    elif _int(0 if gpus is None else gpus, "gpus") > 0:
         args.append("--device=cuda")
+    if compile_cache and compile_cache[1]:
+        mount_path, cache_set, precompile = compile_cache
+        args += ["--compile-cache-dir=" + _text(mount_path).rstrip("/") + "/" + COMPILE_CACHE_DIR, "--cache-set=" + _text(cache_set)]
+        if precompile:
+            args.append("--precompile")
     return args
 
 
@@ -334,7 +348,8 @@ def pod_settings(settings):
         "image_pull_secrets": [{"name": secret} for secret in _list(s["image_pull_secrets"], "image_pull_secrets")],
         "output_dir": out,
         "trainer_args": trainer_args(s["trainer_dataset"], s["trainer_epochs"], s["trainer_batch_size"],
-                                     s["trainer_backend"], out, s["trainer_snapshot_dir"], s["gpus"]),
+                                     s["trainer_backend"], out, s["trainer_snapshot_dir"], s["gpus"], s["trainer_device"],
+                                     (s["pvc_mount_path"], s["compile_cache_set"], s["precompile"])),
         "trainer_env": trainer_env(s["name"], s["s3_bucket"], s["s3_prefix"], out, s["aws_region"],
                                    s["aws_endpoint_url"], s["aws_credentials_secret"], s["env"]),
     }

@@ -16,6 +16,8 @@ the trainer's own functions' output through these parsers, so the two cannot dri
   ``trainfleet-info: snapshot epoch=<k> uri=<uri>``; ``trainfleet-warning: snapshot epoch=<k>
   failed ...``; ``trainfleet-warning: storage <op> <uri> attempt <n>/<max> failed ...``
 - ``trainfleet-evaluate: {json}`` (``python -m trainer.evaluate``, the evaluate step's Job)
+- ``trainfleet-compile: {json}`` (rank 0 on an XLA device, after its first epoch: graphs compiled,
+  compile seconds, compile cache hits and misses)
 
 time= (UTC, ISO 8601, milliseconds) is printed by trainers since the start-up timeline; older
 trainers' lines lack it and the kubelet's timestamp of the line stands in.
@@ -36,6 +38,7 @@ TRAINER_RANK_RE = re.compile(
     r"(?:\s+launcher=(?P<launcher>(?:(?!trainfleet-)\S)+))?")
 TRAINER_RESULT_RE = re.compile(r"trainfleet-result:\s*(?P<json>\{.*\})\s*$")
 TRAINER_EVALUATE_RE = re.compile(r"^trainfleet-evaluate:\s*(?P<json>\{.*\})\s*$")
+TRAINER_COMPILE_RE = re.compile(r"^trainfleet-compile:\s*(?P<json>\{.*\})\s*$")
 # trainer/metrics.py resume_line: "trainfleet-resume: epoch=<k> next_epoch=<k+1> snapshot=<uri> restarts=<n>"
 # (restarts= since the trainer counts them).
 TRAINER_RESUME_RE = re.compile(
@@ -47,7 +50,7 @@ TRAINER_RESULT_INT_FIELDS = ("resumed_from_epoch", "restarts")
 # They tell rank 0 when the head of a log, with its trainfleet-rank: line, is gone (the kubelet
 # serves only the current file of a rotated log).
 TEE_PREFIX_RE = re.compile(r"^\[[A-Za-z_-]*\d+\]:")
-RANK0_OUTPUT_RE = re.compile(r"^(?:\[[A-Za-z_-]*\d+\]:)?trainfleet-(?:epoch|result|resume|stopped):")
+RANK0_OUTPUT_RE = re.compile(r"^(?:\[[A-Za-z_-]*\d+\]:)?trainfleet-(?:epoch|result|resume|stopped|compile):")
 
 
 def parse_evaluate_line(line):
@@ -150,7 +153,8 @@ def parse_trainer_line(text):
     names it), snapshot_failed (epoch), storage_retry (op, uri, attempt, attempts), stall (rank,
     idle_s, epoch, step, why: the watchdog ended the rank, why names the rank that held it up), resume (epoch:
     the snapshot's, restarts), rank (rank, world_size, group_rank, time), result (the result's
-    fields); {"kind": None} for any other line (a dict either way, so templates can select on it).
+    fields), compile (the compile report's fields: an XLA device's graphs and compile cache); {"kind": None}
+    for any other line (a dict either way, so templates can select on it).
     time is the trainer's own (RFC 3339, UTC), null from trainers that do not print it.
     torchrun's --tee prefix ("[default0]:") is ignored.
     """
@@ -186,16 +190,15 @@ def parse_trainer_line(text):
         return {"kind": "rank", "rank": int(match.group("rank")), "world_size": int(match.group("world_size")),
                 "group_rank": int(match.group("group_rank")), "time": _time_or_none(match.group("time")),
                 "launcher": match.group("launcher")}
-    match = TRAINER_RESULT_RE.match(text)
-    if match:
-        try:
-            result = json.loads(match.group("json"))
-        except ValueError:
-            result = None
-        if isinstance(result, dict):
-            parsed = dict(result)
-            parsed["kind"] = "result"
-            return parsed
+    for kind, pattern in (("result", TRAINER_RESULT_RE), ("compile", TRAINER_COMPILE_RE)):
+        match = pattern.match(text)
+        if match:
+            try:
+                report = json.loads(match.group("json"))
+            except ValueError:
+                report = None
+            if isinstance(report, dict):
+                return dict(report, kind=kind)
     return {"kind": None}
 
 

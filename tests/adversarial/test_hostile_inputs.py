@@ -55,6 +55,8 @@ DATASET = {"dataset_source": DATASET_DIR}
 DATASET_CLAIM = dict(DATASET, dataset_targets=["s3", "claim"], dataset_image=IMAGE)
 TENSORBOARD = {"tensorboard_image": IMAGE}
 JUPYTER = {"jupyter_image": IMAGE}
+# --device xla on a claim: what a compile cache set needs.
+XLA = dict(TRAIN, trainjob_trainer_device="xla", trainjob_pvc_claim_name="data")
 CASES = [
     # iam
     case("iam", "aws", "iam_path", "/"),
@@ -280,6 +282,14 @@ CASES = [
          extra=dict(TENSORBOARD, tensorboard_internal_load_balancer=True), check=True),
     # evaluate (after train, or alone for an earlier run by name)
     case("train", "aws", "trainjob_evaluate_timeout", BIG, extra=dict(TRAIN, trainjob_evaluate=True)),
+    # the compile cache set: one directory of the claim, only with --device xla and a claim
+    case("train", "aws", "trainjob_compile_cache_set", "../bert", extra=XLA),
+    case("train", "aws", "trainjob_compile_cache_set", "bert" + NL + "x", extra=XLA),
+    case("train", "aws", "trainjob_compile_cache_set", "{% raw %}{{ lookup('pipe', 'id') }}{% endraw %}", extra=XLA,
+         quote=json.dumps("{{ lookup('pipe', 'id') }}")),
+    case("train", "aws", "trainjob_compile_cache_set", "bert-large", extra=dict(XLA, trainjob_trainer_device="cpu")),
+    case("train", "aws", "trainjob_compile_cache_set", "bert-large", extra=dict(XLA, trainjob_pvc_claim_name="")),
+    case("train", "aws", "trainjob_trainer_device", "tpu", extra=TRAIN),
     case("evaluate", "aws", "trainjob_name", "../../other-run", extra=TRAIN),
     case("evaluate", "aws", "trainjob_name", "run" + NL + "x", extra=TRAIN),
     case("evaluate", "aws", "trainjob_trainer_output_dir", "s3://b-1/runs" + NL + "x", extra=TRAIN),

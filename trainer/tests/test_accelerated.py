@@ -13,7 +13,7 @@ from trainer import text
 from trainer.config import MODEL_SIZES, ConfigError, TrainConfig
 from trainer.data import load_split
 from trainer.datasets import export_corpus
-from trainer.dist import check_local_gpus, local_size
+from trainer.dist import DistContext, check_local_gpus, local_size
 from trainer.loop import batches, check_environment, compile_unsupported, evaluate, flat_loss, place_data, set_precision, shard_order
 from trainer.metrics import parse_epoch_line, parse_result_line
 from trainer.model import TRANSFORMER_SIZES, build_model, model_spec, transformer_flops_per_sample
@@ -141,10 +141,7 @@ def test_language_model_loss_and_accuracy_count_every_token(tmp_path):
     assert split.x_train.dtype == torch.int64 and split.num_classes == text.VOCAB and split.num_features == 8
     model = build_model(model_spec("transformer", 8, text.VOCAB, [1], size="tiny"))
 
-    class Ctx:  # pylint: disable=too-few-public-methods
-        rank, world_size, device, distributed = 0, 1, torch.device("cpu"), False
-
-    loss, acc = evaluate(model, split, Ctx, 4, torch.nn.CrossEntropyLoss())
+    loss, acc = evaluate(model, split, DistContext(), 4, torch.nn.CrossEntropyLoss())
     assert abs(loss - math.log(text.VOCAB)) < 0.5  # untrained: about uniform over the bytes
     assert 0.0 <= acc < 0.05
     xb, yb, n = next(batches(split.x_test, split.y_test, [0, 1], 2, torch.device("cpu")))

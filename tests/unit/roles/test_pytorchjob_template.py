@@ -408,6 +408,16 @@ def test_user_tolerations_merge_with_the_node_lost_ones_and_win_for_the_same_key
         {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10}]
 
 
+def test_xla_precompile_job_names_the_cache_set_on_the_claim():
+    """trainjob_trainer_device xla with a compile cache set: the trainer's --device, its cache on the claim, --precompile."""
+    job, _manifest = render_static(trainjob_name="bertcompile", trainjob_pvc_claim_name="fsx-claim", trainjob_pvc_mount_path="/fsx",
+                                   trainjob_trainer_device="xla", trainjob_compile_cache_set="bert-large", trainjob_precompile=True)
+    for rtype in ("Master", "Worker"):
+        args = container(job, rtype)["args"]
+        assert [a for a in args if a.startswith(("--device", "--compile-cache-dir", "--cache-set", "--precompile"))] == [
+            "--device=xla", "--compile-cache-dir=/fsx/compile-cache", "--cache-set=bert-large", "--precompile"]
+
+
 def test_trainium_efa_job_with_fsx_claim_and_shm():
     job, _manifest = render_static(
         trainjob_name="bert-trn1",
@@ -443,6 +453,7 @@ def test_trainium_efa_job_with_fsx_claim_and_shm():
             {"name": "dshm", "mountPath": "/dev/shm"},
         ]
         assert "--snapshot-dir=/fsx/snapshots/bert-trn1" in c["args"]
+        assert not [arg for arg in c["args"] if arg.startswith(("--device", "--compile-cache-dir", "--cache-set", "--precompile"))]
         assert pod["securityContext"] == dict(RESTRICTED_POD, fsGroup=10001)
         env = env_of(job, rtype)
         assert env["FI_PROVIDER"] == "efa"

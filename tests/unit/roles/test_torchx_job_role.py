@@ -179,3 +179,15 @@ def test_report_failure_points_at_torchx_job_rerun(tmp_path):
                            {"skipped": True, "changed": False})
     assert outcome["failure"].startswith("VolcanoJob trainfleet/trainfleet-digits-torchx Failed"), outcome
     assert "-e trainjob_rerun=true" in outcome["failure"]
+
+
+def test_the_seeds_trainium_layout_renders(tmp_path):
+    """Seed 002's launch: examples/aws/trainium.yml with the torchx launcher plans dist.ddp -j 2x32 (the pods
+    themselves: tests/unit/plugins/module_utils/test_torchx_pod_settings.py, the seed's layout)."""
+    with open(os.path.join(ROOT, "examples", "aws", "trainium.yml"), encoding="utf-8") as handle:
+        example = yaml.safe_load(handle)
+    rc, out = _run_role(tmp_path, dict(example, trainjob_name="bertcompile", trainjob_pvc_claim_name="fsx-claim",
+                                       trainjob_trainer_device="xla", trainjob_compile_cache_set="bert-large",
+                                       trainjob_precompile=True))
+    assert rc == 0, out
+    assert "torchx 0.7.0 dist.ddp, 2x32" in out, out

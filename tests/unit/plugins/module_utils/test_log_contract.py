@@ -113,6 +113,10 @@ def test_rank0_only_lines_tell_rank0_when_the_head_of_the_log_is_gone():
     assert rk.pod_ranks(info) == ([0], None, rk.METHOD_OUTPUT)
 
 
+COMPILE = {"device": "xla:CPU", "precompile": True, "cache_set": "bert-large", "graphs_compiled": 13, "compile_s": 9.47,
+           "cache_hits": 1, "cache_misses": 13}
+
+
 def test_every_prefix_the_trainer_prints_is_read():
     """Each prefix of trainer/__init__.py that carries data has a parser on this side."""
     samples = {
@@ -123,6 +127,7 @@ def test_every_prefix_the_trainer_prints_is_read():
         trainer.INFO_PREFIX: metrics.snapshot_line(4, "s3://b/s.pt"),
         trainer.WARNING_PREFIX: metrics.snapshot_failed_line(4, OSError("refused")),
         trainer.STALL_PREFIX: metrics.stall_line(0, 12.34, {"epoch": 2, "step": 35}, "not responding: rank 1\n(x)"),
+        trainer.COMPILE_PREFIX: metrics.compile_line(COMPILE),
     }
     for prefix, line in samples.items():
         assert line.startswith(prefix)
@@ -130,6 +135,10 @@ def test_every_prefix_the_trainer_prints_is_read():
     retry = metrics.storage_retry_line("read", "s3://b/x", 2, 4, 0.5, ConnectionResetError("reset"))
     assert tlog.parse_trainer_line(retry) == {"kind": "storage_retry", "op": "read", "uri": "s3://b/x", "attempt": 2, "attempts": 4}
     assert json.loads(samples[trainer.RESULT_PREFIX].split(" ", 1)[1]) == RESULT
+    assert tlog.parse_trainer_line(samples[trainer.COMPILE_PREFIX]) == dict(COMPILE, kind="compile")
+    assert metrics.parse_compile_line(samples[trainer.COMPILE_PREFIX]) == COMPILE
+    assert tlog.RANK0_OUTPUT_RE.match(samples[trainer.COMPILE_PREFIX])
+    assert tlog.parse_trainer_line(trainer.COMPILE_PREFIX + " {broken") == {"kind": None}
     assert tlog.parse_trainer_line(samples[trainer.STALL_PREFIX]) == {
         "kind": "stall", "rank": 0, "idle_s": 12.3, "epoch": 2, "step": 35, "why": "not responding: rank 1 (x)"}
 

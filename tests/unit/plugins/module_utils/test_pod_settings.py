@@ -278,6 +278,20 @@ def test_output_dir_needs_a_bucket_without_an_explicit_dir():
     pytest.param(("digits", 1, 8, "auto", "/out", "", "0"),
                  ["--dataset=digits", "--epochs=1", "--batch-size=8", "--backend=auto", "--output-dir=/out"],
                  id="no-gpus-no-device"),
+    pytest.param(("digits", 1, 8, "auto", "/out", "", 2, "cpu"),
+                 ["--dataset=digits", "--epochs=1", "--batch-size=8", "--backend=auto", "--output-dir=/out", "--device=cpu"],
+                 id="a-named-device-wins-over-gpus"),
+    pytest.param(("corpus", 3, 16, "auto", "/data/out", "", 0, "xla", ("/data/", "bert-large", False)),
+                 ["--dataset=corpus", "--epochs=3", "--batch-size=16", "--backend=auto", "--output-dir=/data/out", "--device=xla",
+                  "--compile-cache-dir=/data/compile-cache", "--cache-set=bert-large"],
+                 id="xla-with-a-cache-set"),
+    pytest.param(("corpus", 3, 16, "auto", "/data/out", "", 0, "xla", ("/fsx", "bert-large", True)),
+                 ["--dataset=corpus", "--epochs=3", "--batch-size=16", "--backend=auto", "--output-dir=/data/out", "--device=xla",
+                  "--compile-cache-dir=/fsx/compile-cache", "--cache-set=bert-large", "--precompile"],
+                 id="precompile"),
+    pytest.param(("digits", 1, 8, "auto", "/out", "", 0, "auto", ("/data", "", True)),
+                 ["--dataset=digits", "--epochs=1", "--batch-size=8", "--backend=auto", "--output-dir=/out"],
+                 id="no-cache-set-no-cache-args"),
 ])
 def test_trainer_args(args, expected):
     assert ps.trainer_args(*args) == expected

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.trainfleet.training.plugins.module_utils import pod_settings as ps
 from ansible_collections.trainfleet.training.plugins.module_utils import torchx_request as tr
 
 from test_torchx_request import TORCHX_JOB, UNIQUE, spec  # pylint: disable=import-error
@@ -60,3 +61,21 @@ def test_the_env_keeps_torchx_job_id_after_the_region():
     assert names[-10:] == ["TRAINFLEET_JOB_NAME", "TRAINFLEET_S3_BUCKET", "TRAINFLEET_S3_PREFIX", "TRAINFLEET_OUTPUT_DIR",
                            "AWS_REGION", "AWS_DEFAULT_REGION", "TORCHX_JOB_ID", "AWS_ENDPOINT_URL",
                            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
+
+
+def test_the_seeds_trainium_layout():
+    """Seed 002: dist.ddp -j 2x32 on two trn1.32xlarge, each pod with its node's 16 Neuron devices and 8 EFA
+    interfaces, the trainer precompiling into the cache set on the claim (torchx renders it in-process)."""
+    args = ps.trainer_args("dir:/fsx/wikicorpus", 1, 16, "auto", "/fsx/outputs/bertcompile", "", 0, "xla",
+                           ("/fsx", "bert-large", True))
+    job, info = tr.render(spec(nnodes=2, nproc_per_node=32, neuron_devices=16, efa_devices=8, trainer_args=args))
+    assert info["tasks"] == ["train-0", "train-1"]
+    for task in job["spec"]["tasks"]:
+        container = task["template"]["spec"]["containers"][0]
+        assert container["resources"]["requests"]["aws.amazon.com/neuron"] == 16
+        assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == 8
+        script = container["command"][2]
+        assert "--nnodes 2 --nproc_per_node 32" in script
+        assert script.endswith("-m trainer.train --dataset=dir:/fsx/wikicorpus --epochs=1 --batch-size=16 --backend=auto "
+                               "--output-dir=/fsx/outputs/bertcompile --device=xla --compile-cache-dir=/fsx/compile-cache "
+                               "--cache-set=bert-large --precompile"), script
