@@ -261,11 +261,12 @@ def output_dir(trainer_output_dir, s3_bucket, s3_prefix, name):
 
 
 def trainer_args(dataset, epochs, batch_size, backend, output_dir, snapshot_dir="", gpus=0,  # pylint: disable=redefined-outer-name
-                 device="auto", compile_cache=None):
+                 device="auto", compile_cache=None, neuron_devices=0):
     """--dataset, --epochs, --batch-size, --backend, --output-dir, then --snapshot-dir when there is one, then
     the device: --device=<device> when one is named, else --device=cuda when the job asks for GPUs (a pod
-    whose torch sees none then fails at once, saying so, instead of training on its CPUs). compile_cache
-    (mount path of the claim, cache set, precompile) adds --compile-cache-dir, --cache-set and --precompile."""
+    whose torch sees none then fails at once, saying so, instead of training on its CPUs) and --device=xla
+    when it asks for Neuron devices (torch-neuronx's XLA device). compile_cache (mount path of the claim,
+    cache set, precompile) adds --compile-cache-dir, --cache-set and --precompile."""
     args = ["--dataset=" + str(dataset), "--epochs=" + str(epochs), "--batch-size=" + str(batch_size),
             "--backend=" + str(backend), "--output-dir=" + str(output_dir)]
     if snapshot_dir:
@@ -274,6 +275,8 @@ def trainer_args(dataset, epochs, batch_size, backend, output_dir, snapshot_dir=
         args.append("--device=" + str(device))
     elif _int(0 if gpus is None else gpus, "gpus") > 0:
         args.append("--device=cuda")
+    elif _int(0 if neuron_devices is None else neuron_devices, "neuron_devices") > 0:
+        args.append("--device=xla")
     if compile_cache and compile_cache[1]:
         mount_path, cache_set, precompile = compile_cache
         args += ["--compile-cache-dir=" + _text(mount_path).rstrip("/") + "/" + COMPILE_CACHE_DIR, "--cache-set=" + _text(cache_set)]
@@ -349,7 +352,7 @@ def pod_settings(settings):
         "output_dir": out,
         "trainer_args": trainer_args(s["trainer_dataset"], s["trainer_epochs"], s["trainer_batch_size"],
                                      s["trainer_backend"], out, s["trainer_snapshot_dir"], s["gpus"], s["trainer_device"],
-                                     (s["pvc_mount_path"], s["compile_cache_set"], s["precompile"])),
+                                     (s["pvc_mount_path"], s["compile_cache_set"], s["precompile"]), s["neuron_devices"]),
         "trainer_env": trainer_env(s["name"], s["s3_bucket"], s["s3_prefix"], out, s["aws_region"],
                                    s["aws_endpoint_url"], s["aws_credentials_secret"], s["env"]),
     }

@@ -453,7 +453,9 @@ def test_trainium_efa_job_with_fsx_claim_and_shm():
             {"name": "dshm", "mountPath": "/dev/shm"},
         ]
         assert "--snapshot-dir=/fsx/snapshots/bert-trn1" in c["args"]
-        assert not [arg for arg in c["args"] if arg.startswith(("--device", "--compile-cache-dir", "--cache-set", "--precompile"))]
+        # Neuron devices: torch-neuronx's XLA device (the neuron image variant), no compile cache unless one is named
+        assert [arg for arg in c["args"] if arg.startswith(("--device", "--compile-cache-dir", "--cache-set", "--precompile"))] == [
+            "--device=xla"]
         assert pod["securityContext"] == dict(RESTRICTED_POD, fsGroup=10001)
         env = env_of(job, rtype)
         assert env["FI_PROVIDER"] == "efa"

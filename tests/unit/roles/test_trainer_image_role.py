@@ -27,6 +27,9 @@ MARK = "TRAINER_IMAGE_CASE "
 REFS_MSG = "{{ {'case': %s, 'refs': trainer_image_variant_refs, 'is_mapping': trainer_image_variant_refs is mapping} | to_json }}"
 PUSH_MSG = "{{ {'case': 'push-' ~ _trainer_image_variant, 'ref': _ref, 'built': _built | bool} | to_json }}"
 
+# A Neuron training image's reference as a user pins it (a made-up registry and digest: only its form matters here).
+NEURON_REPO = "registry.example/neuron/pytorch-training-neuronx"
+NEURON_BASE = NEURON_REPO + ":2.26.0@sha256:" + "0123456789abcdef" * 4
 # id -> (variables, refused by the variants' assert)
 CASES = {
     "none": ({"trainer_image_variants": []}, False),
@@ -38,6 +41,13 @@ CASES = {
     "cudnn_newline": ({"trainer_image_variants": ["cuda"], "trainer_image_cudnn_version": "9.0.0.312\n"}, True),
     "cuda_base_traversal": ({"trainer_image_variants": ["cuda"], "trainer_image_cuda_base_repository": "trainfleet/../x"}, True),
     "newline": ({"trainer_image_variants": ["mpi\n"]}, True),
+    # the neuron variants: AWS's Neuron training image, pinned by digest, or refused before anything is pulled
+    "neuron_no_base": ({"trainer_image_variants": ["neuron"]}, True),
+    "neuron_tag_only": ({"trainer_image_variants": ["neuron-mpi"], "trainer_image_neuron_base": NEURON_REPO + ":2.26.0"}, True),
+    "neuron_newline": ({"trainer_image_variants": ["neuron"], "trainer_image_neuron_base": NEURON_BASE + "\n"}, True),
+    "neuron_template": ({"trainer_image_variants": ["neuron"],
+                        "trainer_image_neuron_base": "{% raw %}{{ lookup('pipe', 'id') }}{% endraw %}"}, True),
+    "neuron": ({"trainer_image_variants": ["neuron", "neuron-mpi"], "trainer_image_neuron_base": NEURON_BASE}, False),
     "string": ({"trainer_image_variants": "mpi"}, True),
     "mapping": ({"trainer_image_variants": {"mpi": True}}, True),
     "twice": ({"trainer_image_variants": ["mpi", "mpi"]}, True),
@@ -103,9 +113,12 @@ def test_variants_preflight(preflight, case_id):
         assert outcome["task"] == VARIANTS_TASK, outcome
         assert "trainer_image_variants" in outcome["msg"]
         assert json.dumps(variables["trainer_image_variants"]) in outcome["msg"], outcome["msg"]
-        for name in ("trainer_image_cudnn_version", "trainer_image_cuda_base_repository"):
+        for name in ("trainer_image_cudnn_version", "trainer_image_cuda_base_repository", "trainer_image_neuron_base"):
             if name in variables:
-                assert name in outcome["msg"] and json.dumps(variables[name]) in outcome["msg"], outcome["msg"]
+                value = variables[name].replace("{% raw %}", "").replace("{% endraw %}", "")
+                assert name in outcome["msg"] and json.dumps(value) in outcome["msg"], outcome["msg"]
+        if case_id.startswith("neuron"):
+            assert "trainer_image_neuron_base" in outcome["msg"] and "@sha256:" in outcome["msg"], outcome["msg"]
         if case_id.startswith("long_tag"):
             assert "trainer_image_tag" in outcome["msg"] and json.dumps(variables["trainer_image_tag"]) in outcome["msg"]
     else:
@@ -154,8 +167,10 @@ def test_variants_are_declared():
     with open(os.path.join(ROLE, "vars", "main.yml")) as handle:
         build_args = yaml.safe_load(handle)["_trainer_image_variant_build_args"]
     base = "{{ _trainer_image_cuda_base_ref }}"
+    neuron = {"TRAINER_TORCH": "neuron", "TRAINER_DEPS": "pip", "BASE_IMAGE": "{{ trainer_image_neuron_base }}"}
     assert build_args == {"mpi": {"TRAINER_MPI": "1"}, "cuda": {"TRAINER_TORCH": "cuda", "BASE_IMAGE": base},
-                          "cuda-mpi": {"TRAINER_TORCH": "cuda", "TRAINER_MPI": "1", "BASE_IMAGE": base}}
+                          "cuda-mpi": {"TRAINER_TORCH": "cuda", "TRAINER_MPI": "1", "BASE_IMAGE": base},
+                          "neuron": neuron, "neuron-mpi": dict(neuron, TRAINER_MPI="1")}
     # the variants' arguments (the CUDA base's name: cuDNN release, trainer base id, revision) are in the content tag
     with open(os.path.join(ROLE, "tasks", "tag.yml")) as handle:
         assert "_trainer_image_variant_build_args" in handle.read()

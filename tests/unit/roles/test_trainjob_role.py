@@ -102,11 +102,15 @@ def test_defaults_follow_the_launcher(launcher, name, image, tail):
     ("mpijob", {"trainjob_gpus": 2}, "cuda-mpi", "ref-cuda-mpi"),
     ("pytorchjob", {"trainjob_gpus": 0, "trainjob_image_variant": "cuda"}, "cuda", "ref-cuda"),
     ("pytorchjob", {"trainjob_gpus": 1, "trainjob_image": "mine:1"}, "cuda", "mine:1"),
+    ("pytorchjob", {"trainjob_neuron_devices": 16}, "neuron", "ref-neuron"),
+    ("torchx", {"trainjob_node_kind": "neuron"}, "neuron", "ref-neuron"),
+    ("mpijob", {"trainjob_neuron_devices": 16}, "neuron-mpi", "ref-neuron-mpi"),
 ])
 def test_the_image_variant_follows_the_job(launcher, overrides, variant, image):
-    """A job that asks for GPUs runs the CUDA variant, an MPIJob the MPI variant, both both; chosen
+    """A job that asks for GPUs runs the CUDA variant, one that asks for Neuron devices the neuron variant, an
+    MPIJob the MPI variant, both both; chosen
     without a word from the user, and a given image or variant wins."""
-    refs = {"mpi": "ref-mpi", "cuda": "ref-cuda", "cuda-mpi": "ref-cuda-mpi"}
+    refs = {"mpi": "ref-mpi", "cuda": "ref-cuda", "cuda-mpi": "ref-cuda-mpi", "neuron": "ref-neuron", "neuron-mpi": "ref-neuron-mpi"}
     variables = dict(SHARED, trainer_image_ref="ref", trainer_image_variant_refs=refs)
     variables.update(_load("trainjob", "defaults", "main.yml"))
     variables["trainjob_launcher"] = launcher

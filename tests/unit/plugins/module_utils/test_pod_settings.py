@@ -289,6 +289,12 @@ def test_output_dir_needs_a_bucket_without_an_explicit_dir():
                  ["--dataset=corpus", "--epochs=3", "--batch-size=16", "--backend=auto", "--output-dir=/data/out", "--device=xla",
                   "--compile-cache-dir=/fsx/compile-cache", "--cache-set=bert-large", "--precompile"],
                  id="precompile"),
+    pytest.param(("digits", 1, 8, "auto", "/out", "", 0, "auto", None, 16),
+                 ["--dataset=digits", "--epochs=1", "--batch-size=8", "--backend=auto", "--output-dir=/out", "--device=xla"],
+                 id="neuron-devices-ask-for-xla"),
+    pytest.param(("digits", 1, 8, "auto", "/out", "", 0, "cpu", None, 16),
+                 ["--dataset=digits", "--epochs=1", "--batch-size=8", "--backend=auto", "--output-dir=/out", "--device=cpu"],
+                 id="a-named-device-wins-over-neuron-devices"),
     pytest.param(("digits", 1, 8, "auto", "/out", "", 0, "auto", ("/data", "", True)),
                  ["--dataset=digits", "--epochs=1", "--batch-size=8", "--backend=auto", "--output-dir=/out"],
                  id="no-cache-set-no-cache-args"),
@@ -439,8 +445,9 @@ PARITY = {
                                        "privileged": True},
         "image_pull_secrets": [],
         "output_dir": "s3://trainfleet-data/trainfleet-digits",
+        # Neuron devices ask for torch-neuronx's XLA device (since the neuron image variant)
         "trainer_args": ["--dataset=digits", "--epochs=5", "--batch-size=64", "--backend=auto",
-                         "--output-dir=s3://trainfleet-data/trainfleet-digits"],
+                         "--output-dir=s3://trainfleet-data/trainfleet-digits", "--device=xla"],
         "trainer_env": [
             {"name": "TRAINFLEET_JOB_NAME", "value": "trainfleet-digits"},
             {"name": "TRAINFLEET_S3_BUCKET", "value": "trainfleet-data"},
