@@ -8,9 +8,9 @@ training job that follows finds its graphs there and compiles nothing.
 Neuron's documentation warns that a cache set must not be used by jobs running at once (two
 writers corrupt it). The lock enforces that: ``DIR/NAME.lock`` (beside the set, so the set holds
 only what the compiler wrote) is made by a hard link, which fails when the name exists: atomic on a
-local file system, NFS and Lustre (FSx). It names the job that holds it (TORCHELASTIC_RUN_ID: every rank of one
-torchrun job, on every node, shares it, and a restarted worker group keeps it) and every process of
-that job touches it every HEARTBEAT_S. A process of another job waits for it (a progress line every
+local file system, NFS and Lustre (FSx). It names the job that holds it (job_identity: every rank of
+one job, on every node, has the same, and a restarted worker group or pod keeps it) and every process
+of that job touches it every HEARTBEAT_S. A process of another job waits for it (a progress line every
 30 s) up to ``--cache-lock-wait-s``, then is refused with a message naming the set and the holder.
 A lock nobody has touched for STALE_S (its job died without releasing it) is taken over, and said.
 Global rank 0 removes the lock when the run ends; a crashed job's lock goes stale.
@@ -46,12 +46,15 @@ def cache_set_problem(name):
 
 
 def job_identity(environ=None):
-    """This process's job: TORCHELASTIC_RUN_ID under torchrun (shared by the job's ranks on every node),
-    else this host and process (a plain single process is a job of its own)."""
+    """This process's job, the same for all its ranks on every node: TRAINFLEET_JOB_NAME (the train step
+    sets it in every pod, whatever the launcher), else torchrun's TORCHELASTIC_RUN_ID (its rendezvous id;
+    'none', torchrun's default for a static rendezvous, names no job), else this host and process (a
+    plain single process is a job of its own)."""
     env = os.environ if environ is None else environ
-    run_id = env.get("TORCHELASTIC_RUN_ID", "")
-    if run_id and run_id != "none":
-        return run_id
+    for name in ("TRAINFLEET_JOB_NAME", "TORCHELASTIC_RUN_ID"):
+        value = env.get(name, "")
+        if value and value != "none":
+            return value
     return f"{socket.gethostname()}:{os.getpid()}"
 
 

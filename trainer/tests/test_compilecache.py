@@ -136,8 +136,10 @@ def test_the_heartbeat_keeps_the_lock_fresh(tmp_path):
     holder.release(remove=True)
 
 
-def test_job_identity_is_the_torchrun_run_id():
+def test_job_identity_is_the_jobs_name_else_the_torchrun_run_id():
+    assert job_identity({"TRAINFLEET_JOB_NAME": "bertcompile", "TORCHELASTIC_RUN_ID": "x"}) == "bertcompile"
     assert job_identity({"TORCHELASTIC_RUN_ID": "bert-pretrain"}) == "bert-pretrain"
+    # a static rendezvous (torchrun --master-addr ...): run id 'none' names no job
     assert job_identity({"TORCHELASTIC_RUN_ID": "none"}).endswith(f":{os.getpid()}")
     assert job_identity({}).endswith(f":{os.getpid()}")
 
