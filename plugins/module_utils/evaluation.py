@@ -19,6 +19,7 @@ import json
 import time
 
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
+from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import waiting_is_fatal
 from ansible_collections.trainfleet.training.plugins.module_utils.trainerlog import parse_evaluate_line
 
 try:
@@ -71,7 +72,7 @@ def blocked_reason(pods):
     for pod in pods:
         for status in (pod.get("status") or {}).get("containerStatuses") or []:
             waiting = (status.get("state") or {}).get("waiting") or {}
-            if waiting.get("reason") in BLOCKED_REASONS:
+            if waiting_is_fatal(waiting.get("reason"), waiting.get("message"), BLOCKED_REASONS):
                 return "%s: %s" % (waiting["reason"], waiting.get("message") or "")
     return None
 

@@ -52,6 +52,21 @@ BENIGN_WAITING_REASONS = ("ContainerCreating", "PodInitializing")
 # Waiting reasons that mean the pod will not start without a change by a human.
 DEFAULT_FATAL_WAITING_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName",
                                  "CreateContainerConfigError")
+# CreateContainerConfigError with one of these messages is the kubelet's own hiccup, which it retries:
+# its watch of a Secret or ConfigMap the pod uses had not caught up yet ("failed to sync secret
+# cache: timed out waiting for the condition"). Seen in make test on a loaded 2-core machine: the
+# container started 1 s later, but the train step had already called the job failed. A Secret that
+# does not exist says "secret \"x\" not found" instead and stays fatal.
+TRANSIENT_WAITING_MESSAGES = ("failed to sync secret cache", "failed to sync configmap cache")
+
+
+def waiting_is_fatal(reason, message, reasons=DEFAULT_FATAL_WAITING_REASONS):
+    """True when a container waiting for `reason` (with `message`) will not start without a change by a
+    human: `reason` is one of `reasons` and the message is not one of the kubelet's transient ones."""
+    if reason not in reasons:
+        return False
+    return not (reason == "CreateContainerConfigError" and any(text in (message or "") for text in TRANSIENT_WAITING_MESSAGES))
+
 
 KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
 KUBEFLOW_REPLICA_TYPE = "training.kubeflow.org/replica-type"

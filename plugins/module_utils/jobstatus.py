@@ -19,6 +19,7 @@ from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds impor
     parse_time,
     replica_statuses,
     to_int,
+    waiting_is_fatal,
 )
 
 
@@ -137,9 +138,9 @@ def sort_pod_summaries(summaries):
 
 
 def pod_has_fatal_reason(summary, reasons=DEFAULT_FATAL_WAITING_REASONS):
-    """True when any container of the pod waits for one of `reasons`."""
+    """True when any container of the pod waits for one of `reasons` (jobkinds.waiting_is_fatal)."""
     for entry in summary.get("containers") or []:
-        if entry["state"] == "waiting" and entry["reason"] in reasons:
+        if entry["state"] == "waiting" and waiting_is_fatal(entry["reason"], entry.get("message"), reasons):
             return True
     return False
 

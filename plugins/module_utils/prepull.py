@@ -15,6 +15,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import waiting_is_fatal
+
 # Why a pre-pull pod's container waits when its node cannot get the image: the pre-pull fails at once.
 PULL_ERRORS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError")
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
@@ -85,7 +87,7 @@ def pod_states(pods):
             "node": node or "?",
             "ready": bool(status.get("ready")),
             "reason": reason,
-            "pull_error": reason in PULL_ERRORS,
+            "pull_error": waiting_is_fatal(reason, waiting.get("message"), PULL_ERRORS),
             "text": "%s: %s %s" % (node or _get(pod, "metadata", "name"), reason or _get(pod, "status", "phase") or "?",
                                    waiting.get("message") or ""),
         })

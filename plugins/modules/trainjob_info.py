@@ -141,6 +141,8 @@ options:
     description:
       - Container waiting reasons that fail a wait at once, because they do not resolve
         without a change to the job. An empty list disables the check.
+      - C(CreateContainerConfigError) with the kubelet's C(failed to sync secret cache) or
+        C(failed to sync configmap cache) does not count, because the kubelet retries it by itself.
     type: list
     elements: str
     default: [ImagePullBackOff, ErrImagePull, InvalidImageName, CreateContainerConfigError]

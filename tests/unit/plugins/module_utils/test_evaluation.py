@@ -156,3 +156,11 @@ def test_read_result_takes_the_last_evaluate_line_and_the_error():
     evaluation, error, last = ev.read_result("a\n" + LINE + "\n" + ERROR + "\n\n")
     assert evaluation["accuracy"] == 0.95 and error.startswith("s3://") and last == ERROR
     assert ev.read_result("") == (None, None, "")
+
+
+def test_the_kubelets_cache_sync_hiccup_does_not_block_the_evaluation():
+    def pod(message):
+        return {"status": {"containerStatuses": [
+            {"state": {"waiting": {"reason": "CreateContainerConfigError", "message": message}}}]}}
+    assert ev.blocked_reason([pod("failed to sync configmap cache: timed out waiting for the condition")]) is None
+    assert ev.blocked_reason([pod('secret "x" not found')]) == 'CreateContainerConfigError: secret "x" not found'

@@ -78,3 +78,12 @@ def test_filters_are_the_functions():
     filters = FilterModule().filters()
     assert filters["trainjob_prepull_plan"]([node("a")], [], IMAGE) == {"eligible": ["a"], "missing": ["a"]}
     assert filters["trainjob_prepull_pods"]([]) == []
+
+
+def test_the_kubelets_cache_sync_hiccup_is_no_pull_error():
+    """CreateContainerConfigError "failed to sync secret cache": the kubelet retries it (jobkinds.waiting_is_fatal)."""
+    def pod(message):
+        return {"metadata": {"name": "p"}, "spec": {"nodeName": "n"}, "status": {"containerStatuses": [
+            {"ready": False, "state": {"waiting": {"reason": "CreateContainerConfigError", "message": message}}}]}}
+    assert not prepull.pod_states([pod("failed to sync secret cache: timed out waiting for the condition")])[0]["pull_error"]
+    assert prepull.pod_states([pod('secret "x" not found')])[0]["pull_error"]

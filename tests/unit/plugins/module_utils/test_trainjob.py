@@ -216,6 +216,18 @@ def test_fatal_reasons():
     assert not status.pod_has_fatal_reason(status.pod_summary(load("pods", "running_master")))
 
 
+def test_the_kubelets_cache_sync_hiccup_is_not_fatal():
+    """CreateContainerConfigError "failed to sync secret cache" is the kubelet catching up (it retries and the
+    container starts); a Secret that does not exist stays fatal."""
+    def pod(message):
+        return {"metadata": {"name": "p"}, "status": {"phase": "Pending", "containerStatuses": [
+            {"name": "pytorch", "state": {"waiting": {"reason": "CreateContainerConfigError", "message": message}}}]}}
+    assert not status.pod_has_fatal_reason(status.pod_summary(pod("failed to sync secret cache: timed out waiting for the condition")))
+    assert not status.pod_has_fatal_reason(status.pod_summary(pod("failed to sync configmap cache: timed out waiting for the condition")))
+    assert status.pod_has_fatal_reason(status.pod_summary(pod('secret "trainfleet-aws" not found')))
+    assert status.pod_has_fatal_reason(status.pod_summary(pod(None)))
+
+
 def test_failing_pod_prefers_earliest_termination():
     summaries = [status.pod_summary(load("pods", n))
                  for n in ("error_worker0_later", "error_worker1", "running_master")]
