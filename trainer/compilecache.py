@@ -59,11 +59,24 @@ def job_identity(environ=None):
 
 
 def set_path(cache_dir, cache_set):
+    """The cache set's directory (what the compiler writes); its lock is beside it (lock_path)."""
     return os.path.join(cache_dir, cache_set)
 
 
 def lock_path(cache_dir, cache_set):
     return os.path.join(cache_dir, cache_set + ".lock")
+
+
+def _read_record(path):
+    """The holder record of a lock file; one that does not parse (damaged) reads as a holder named '?'.
+    Raises OSError (FileNotFoundError: gone) when it cannot be read."""
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return {"job": "?"}
+    return record if isinstance(record, dict) else {"job": "?"}
 
 
 class CacheLock:
@@ -106,21 +119,12 @@ class CacheLock:
         return True
 
     def holder(self):
-        """(record, seconds since its last heartbeat) of the lock as it is now, or (None, None) without one.
-        A lock file that does not parse (being written, or damaged) reads as a holder named '?'."""
+        """(record, seconds since its last heartbeat) of the lock as it is now, or (None, None) without one."""
         try:
             age = time.time() - os.stat(self.path).st_mtime
-            with open(self.path, encoding="utf-8") as handle:
-                text = handle.read()
+            return _read_record(self.path), max(0.0, age)
         except FileNotFoundError:
             return None, None
-        try:
-            record = json.loads(text)
-            if not isinstance(record, dict):
-                raise ValueError(text)
-        except ValueError:
-            record = {"job": "?"}
-        return record, max(0.0, age)
 
     def _take_over(self, stale):
         """Move a stale lock aside (rename is atomic); False when another process moved or renewed it first."""
@@ -130,9 +134,8 @@ class CacheLock:
         except FileNotFoundError:
             return False
         try:
-            with open(aside, encoding="utf-8") as handle:
-                moved = json.loads(handle.read())
-        except (OSError, ValueError):
+            moved = _read_record(aside)
+        except OSError:
             moved = {"job": "?"}
         if moved.get("job") != stale.get("job") or moved.get("since") != stale.get("since"):
             # A fresh lock was moved by mistake (another process took the stale one over in between): put it back.

@@ -11,7 +11,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-from trainer.compilecache import MAX_LOCK_WAIT_S, cache_set_problem
+from trainer.compilecache import MAX_LOCK_WAIT_S, cache_set_problem, set_path
 from trainer.storage import StorageError, check_local_dir_writable, is_s3_uri, parse_s3_uri
 
 DATASETS_HELP = "digits | synthetic | corpus | dir:PATH | s3://bucket/prefix"
@@ -228,7 +228,7 @@ class TrainConfig:  # pylint: disable=too-many-instance-attributes
     @property
     def compile_cache_path(self):
         """The cache set's directory, or None without --compile-cache-dir."""
-        return os.path.join(self.compile_cache_dir, self.cache_set) if self.compile_cache_dir else None
+        return set_path(self.compile_cache_dir, self.cache_set) if self.compile_cache_dir else None
 
     def _check_text(self):
         if self.model == "transformer":
