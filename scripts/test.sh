@@ -221,7 +221,7 @@ wait_live() {
 # failed task (one ansible did not go on from: not followed by "...ignoring"), its TASK line and the
 # first 20 lines of its message, from the log without colours and molecule's "│" margin; the same
 # for each playbook molecule default's side_effect ran beside its proofs (out/side-effect-*.log)
-# whose recap counts a failure.
+# whose recap counts a failure, and the short chaos run's failed checks.
 last_failed_task() {
   plain "$1" | sed 's/^[[:space:]]*│ \{0,1\}//' | awk '
     /^TASK \[/ { task = $0; taking = 0; next }
@@ -241,6 +241,12 @@ live_failures() {
     step "its last failed task in ${log#"$ROOT"/} (a playbook side_effect ran beside its proofs)"
     last_failed_task "$log"
   done
+  # the short chaos run beside them (benchmarks/chaos.py --check) says what failed in its own lines
+  log="$(dirname "$LIVE_LOG")/side-effect-chaos.log"
+  if [ -f "$log" ] && grep -aq '^CHECK FAILED' "$log"; then
+    step "the short chaos run's failed checks (${log#"$ROOT"/})"
+    grep -a '^CHECK FAILED' "$log"
+  fi
 }
 
 # After a failed compute lane (make test stops the live lane then) or make test-fast: the failed

@@ -31,7 +31,7 @@ from trainer.metrics import (METRICS_NAME, MODEL_NAME, PLOT_NAME, compile_line, 
                              resume_line, snapshot_failed_line, snapshot_line, stopped_line, storage_retry_line, warning_line)
 from trainer.model import build_model, model_spec
 from trainer.snapshot import load_latest, load_snapshot, make_snapshot, save_snapshot, to_bytes
-from trainer.storage import RetryPolicy, StorageError, is_s3_uri, open_storage
+from trainer.storage import Breaker, RetryPolicy, StorageError, is_s3_uri, open_storage
 from trainer.tbevents import EventLog
 from trainer.watchdog import Watchdog, tcp_store
 from trainer.xla import missing_reason as xla_missing
@@ -181,14 +181,18 @@ def evaluate(module, split, ctx, batch_size, loss_fn, autocast=contextlib.nullco
     return total_loss / count, correct / count
 
 
-def open_store(cfg, uri, log):
+def storage_policy(cfg):
+    return RetryPolicy(attempts=cfg.storage_attempts, base_s=cfg.storage_backoff_s)
+
+
+def open_store(cfg, uri, log, breaker=None):
     """Storage for ``uri`` whose S3 retries follow --storage-attempts/--storage-backoff-s and are logged."""
-    retry = RetryPolicy(attempts=cfg.storage_attempts, base_s=cfg.storage_backoff_s)
+    retry = storage_policy(cfg)
 
     def on_retry(op, where, attempt, delay, exc):
         log(storage_retry_line(op, where, attempt, retry.attempts, delay, exc))
 
-    return open_storage(uri, cfg.s3_endpoint_url, retry=retry, on_retry=on_retry)
+    return open_storage(uri, cfg.s3_endpoint_url, retry=retry, on_retry=on_retry, breaker=breaker)
 
 
 def restore(cfg, ctx, model, optimizer, log):
@@ -214,7 +218,19 @@ def restore(cfg, ctx, model, optimizer, log):
     for record in history:  # snapshots of trainers before the event files carry no wall time
         record.setdefault("wall_time", now)
     log(resume_line(snapshot["epoch"], store.join(name), ctx.restart_count))
+    written_by = int(snapshot.get("world_size", ctx.world_size))
+    if written_by != ctx.world_size:
+        log(info_line(world_size_change_note(snapshot["epoch"], written_by, ctx.world_size, cfg.batch_size)))
     return snapshot["epoch"] + 1, history
+
+
+def world_size_change_note(epoch, before, now, batch_size):
+    """What resuming in a world of another size changes: the weights and optimizer state go on, but
+    every step now averages another number of samples and each rank's shard is another, so the run is
+    no longer bit for bit the one it would have been (docs/runbooks/train.md states the tolerance)."""
+    return (f"world size changed: the snapshot of epoch {epoch} was written by {before} processes, this run has {now}; "
+            f"a step now averages {now * batch_size} samples, not {before * batch_size} (--batch-size {batch_size} per "
+            f"process), so the epochs after {epoch} are not bit for bit those of an unchanged run")
 
 
 def train_epoch(ddp, optimizer, loss_fn, split, epoch, cfg, ctx, autocast=contextlib.nullcontext, watchdog=None):
@@ -342,9 +358,11 @@ def run(cfg, ctx):
     if cfg.compile:  # the step compiles; model (not its compiled wrapper) keeps the state_dict names
         ddp = torch.compile(ddp)
     loss_fn = nn.CrossEntropyLoss()
-    snapshots = open_store(cfg, cfg.snapshot_dir, log) if cfg.snapshot_dir and ctx.is_rank0 and not cfg.precompile else None
+    # one breaker for both: after a write that failed every try, the epoch's other writes try once (storage.Breaker)
+    breaker = Breaker(storage_policy(cfg).max_total_s())
+    snapshots = open_store(cfg, cfg.snapshot_dir, log, breaker) if cfg.snapshot_dir and ctx.is_rank0 and not cfg.precompile else None
     serialize = ctx.xla.to_bytes if ctx.xla is not None else to_bytes
-    outputs = open_store(cfg, cfg.output_dir, log) if ctx.is_rank0 else None
+    outputs = open_store(cfg, cfg.output_dir, log, breaker) if ctx.is_rank0 else None
     events = EventLog(outputs) if ctx.is_rank0 else None
     events_owed = bool(events) and not write_events(events, history, "from the restored history", log, start=True)
     snapshot_owed = False  # the last snapshot failed: the next epoch snapshots whatever --snapshot-every says
@@ -394,6 +412,7 @@ def run(cfg, ctx):
         if not history:
             raise RuntimeError("no epoch was trained and no snapshot holds metrics")
         error = None
+        breaker.close()  # the final outputs get every try
         with watchdog.io("final outputs"):
             if events_owed:
                 write_events(events, history, "with the final outputs", log)

@@ -8,7 +8,8 @@ Every S3 call is retried with bounded exponential backoff (``RetryPolicy``) when
 unavailable: connection refused/reset/closed, connect or read timeouts, HTTP 5xx and throttling
 (429, SlowDown, Throttling...). Other errors (AccessDenied, NoSuchBucket, a bad request) fail at
 once. botocore's own retries are switched off for these calls, so the policy here is the only one
-and its bound holds: after ``attempts`` tries the call raises StorageError.
+and its bound holds: after ``attempts`` tries the call raises StorageError. A ``Breaker`` shared by
+a run's stores makes the calls after such a failure give up after one try for a while.
 """
 
 import base64
@@ -89,6 +90,29 @@ class RetryPolicy:
 
 # Jitter from a private generator: the global ``random`` stream belongs to training (seeded).
 _JITTER = random.Random()
+
+
+class Breaker:
+    """Shared by the stores of one run (the trainer's snapshots and outputs). Once a call has failed
+    every try of its policy, the endpoint counts as down for ``window_s`` (the policy's worst total
+    back-off): a call in that window makes a single try, so an S3 outage costs training one back-off,
+    not one per write of every epoch (metrics, events, snapshot, latest, prune). A call that succeeds
+    closes it; after the window the next call is patient again; ``close()`` before writes that must not
+    give up early (the run's final outputs)."""
+
+    def __init__(self, window_s, clock=time.monotonic):
+        self.window_s, self.clock = float(window_s), clock
+        self.open_until = None
+
+    def attempts(self, policy):
+        """How many tries the next call gets under ``policy``."""
+        return 1 if self.open_until is not None and self.clock() < self.open_until else policy.attempts
+
+    def failed(self):
+        self.open_until = self.clock() + self.window_s
+
+    def close(self):
+        self.open_until = None
 
 
 @dataclass(frozen=True)
@@ -220,14 +244,16 @@ class LocalStorage:
 class S3Storage:
     """An S3 prefix. Objects are written whole with PutObject (with Content-MD5, so a body damaged on
     the way is refused), so readers never see half an object. Every call goes through ``_call``:
-    retried per ``retry``; ``on_retry(op, name, attempt, delay_s, exc)`` hears of each retry."""
+    retried per ``retry`` (a single try while ``breaker``, if any, is open); ``on_retry(op, name,
+    attempt, delay_s, exc)`` hears of each retry."""
 
-    def __init__(self, uri, endpoint_url=None, client=None, retry=None, on_retry=None, sleep=time.sleep):
+    def __init__(self, uri, endpoint_url=None, client=None, retry=None, on_retry=None, sleep=time.sleep, breaker=None):
         self.location = parse_s3_uri(uri) if isinstance(uri, str) else uri
         self.client = client or s3_client(endpoint_url, own_retries=True)
         self.retry = retry or RetryPolicy()
         self.on_retry = on_retry
         self.sleep = sleep
+        self.breaker = breaker
 
     @property
     def uri(self):
@@ -237,20 +263,30 @@ class S3Storage:
         return f"s3://{self.location.bucket}/{self.location.key(name)}"
 
     def _call(self, op, name, func):
+        attempts = self.breaker.attempts(self.retry) if self.breaker else self.retry.attempts
         attempt = 1
         while True:
             try:
-                return func()
+                result = func()
             except Exception as exc:  # pylint: disable=broad-except
                 if not is_transient(exc):
                     raise
-                if attempt >= self.retry.attempts:
-                    raise StorageError(f"S3 {op} of {self.join(name)} failed after {attempt} attempt(s): {exc}") from exc
+                if attempt >= attempts:
+                    short = ""
+                    if attempts < self.retry.attempts:
+                        short = f" (one try: a call failed all {self.retry.attempts} less than {self.breaker.window_s:g}s ago)"
+                    elif self.breaker:
+                        self.breaker.failed()
+                    raise StorageError(f"S3 {op} of {self.join(name)} failed after {attempt} attempt(s){short}: {exc}") from exc
                 delay = self.retry.delay(attempt)
                 if self.on_retry:
                     self.on_retry(op, self.join(name), attempt, delay, exc)
                 self.sleep(delay)
                 attempt += 1
+            else:
+                if self.breaker:
+                    self.breaker.close()
+                return result
 
     def write_bytes(self, name, data):
         md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode("ascii")
@@ -298,10 +334,10 @@ class S3Storage:
         self._call("delete", name, lambda: self.client.delete_object(Bucket=self.location.bucket, Key=self.location.key(name)))
 
 
-def open_storage(uri, endpoint_url=None, retry=None, on_retry=None):
-    """LocalStorage for a path, S3Storage (retrying per ``retry``) for an s3:// URI."""
+def open_storage(uri, endpoint_url=None, retry=None, on_retry=None, breaker=None):
+    """LocalStorage for a path, S3Storage (retrying per ``retry``, with ``breaker``) for an s3:// URI."""
     if is_s3_uri(uri):
-        return S3Storage(uri, endpoint_url=endpoint_url, retry=retry, on_retry=on_retry)
+        return S3Storage(uri, endpoint_url=endpoint_url, retry=retry, on_retry=on_retry, breaker=breaker)
     return LocalStorage(uri)
 
 

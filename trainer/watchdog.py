@@ -15,7 +15,9 @@ fresh one with the oldest progress is behind. A rank in a declared I/O phase (a 
 final outputs on rank 0, a paced pause) counts as making progress while its entry is fresh, so the
 others wait for it instead of ending the run; a stuck I/O call is bounded by the storage's own
 timeouts. When the store does not answer (it lives in rank 0's process), the line says so: rank 0
-is then the one that is stuck or gone.
+is then the one that is stuck or gone. Every store call runs in a helper thread, bounded: against a
+frozen rank 0 (its socket still accepts, nothing answers) TCPStore's check, get and connect wait
+forever whatever their timeout, and the watchdog must still decide.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class Watchdog:
         self.progress = _Progress(clock())
         self._client = None
         self._store_error = None
+        self._pending = None  # a store call that has not returned yet (its helper thread)
         self._thread = None
         self._stop = threading.Event()
 
@@ -110,10 +113,32 @@ class Watchdog:
         return {"epoch": progress.epoch, "step": progress.step, "phase": progress.phase,
                 "idle_s": round(self.clock() - progress.at, 1), "published": self.wall()}
 
+    def _bounded(self, func):
+        """func() in a helper thread, waited for STORE_TIMEOUT_S + 1 s at most; raises TimeoutError when it
+        has not returned (the thread is left behind, and no new call starts while it hangs)."""
+        if self._pending is not None and self._pending.is_alive():
+            raise TimeoutError("an earlier call to the store has not returned")
+        box = {}
+
+        def call():
+            try:
+                box["value"] = func()
+            except Exception as exc:  # pylint: disable=broad-except  # handed to the caller
+                box["error"] = exc
+        helper = threading.Thread(target=call, name="trainfleet-watchdog-store", daemon=True)
+        helper.start()
+        helper.join(STORE_TIMEOUT_S + 1)
+        if helper.is_alive():
+            self._pending = helper
+            raise TimeoutError(f"no answer within {STORE_TIMEOUT_S + 1:g}s")
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
+
     def _store(self):
         if self._client is None and self.store is not None:
             try:
-                self._client = self.store()
+                self._client = self._bounded(self.store)
             except Exception as exc:  # pylint: disable=broad-except
                 self._store_error = f"{type(exc).__name__}: {exc}"
         return self._client
@@ -123,7 +148,7 @@ class Watchdog:
         if client is None:
             return
         try:
-            client.set(KEY.format(rank=self.rank), json.dumps(self._entry()))
+            self._bounded(lambda: client.set(KEY.format(rank=self.rank), json.dumps(self._entry())))
             self._store_error = None
         except Exception as exc:  # pylint: disable=broad-except
             self._store_error = f"{type(exc).__name__}: {exc}"
@@ -133,12 +158,14 @@ class Watchdog:
         client = self._store()
         if client is None:
             raise RuntimeError(self._store_error or "no store")
-        peers = {}
-        keys = [KEY.format(rank=r) for r in range(self.world_size) if r != self.rank]
-        present = [key for key in keys if client.check([key])]
-        for key in present:
-            peers[int(key.rsplit("/", 1)[1])] = json.loads(client.get(key))
-        return peers
+
+        def read():
+            peers = {}
+            keys = [KEY.format(rank=r) for r in range(self.world_size) if r != self.rank]
+            for key in [key for key in keys if client.check([key])]:
+                peers[int(key.rsplit("/", 1)[1])] = json.loads(client.get(key))
+            return peers
+        return self._bounded(read)
 
     def check(self):
         """The stall line when this rank should end, else None."""

@@ -20,7 +20,7 @@ import time
 
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
 from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import waiting_is_fatal
-from ansible_collections.trainfleet.training.plugins.module_utils.trainerlog import parse_evaluate_line
+from ansible_collections.trainfleet.training.plugins.module_utils.trainerlog import parse_error_line, parse_evaluate_line
 
 try:
     from kubernetes import client as k8s_client
@@ -34,7 +34,6 @@ MANAGED_BY = ("app.kubernetes.io/managed-by", "trainfleet")
 # A pod waiting for one of these reasons will not start without a change.
 BLOCKED_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError",
                    "CreateContainerError", "ErrImageNeverPull")
-ERROR_PREFIX = "trainfleet-trainer: error:"
 LOG_LINES = 40
 
 
@@ -85,8 +84,8 @@ def read_result(log_text):
         parsed = parse_evaluate_line(line.strip())
         if parsed is not None:
             evaluation = parsed
-        elif line.startswith(ERROR_PREFIX):
-            error = line[len(ERROR_PREFIX):].strip()
+        elif parse_error_line(line) is not None:
+            error = parse_error_line(line)
     return evaluation, error, (lines[-1] if lines else "")
 
 

@@ -53,6 +53,16 @@ TEE_PREFIX_RE = re.compile(r"^\[[A-Za-z_-]*\d+\]:")
 RANK0_OUTPUT_RE = re.compile(r"^(?:\[[A-Za-z_-]*\d+\]:)?trainfleet-(?:epoch|result|resume|stopped|compile):")
 
 
+TRAINER_ERROR_RE = re.compile(r"^trainfleet-trainer: error:\s*(?P<message>.*?)\s*$")
+
+
+def parse_error_line(line):
+    """The message of a `trainfleet-trainer: error: <message>` line (what the trainer says before it
+    exits 1 or 2), or None for another line."""
+    match = TRAINER_ERROR_RE.match((line or "").strip())
+    return match.group("message") if match else None
+
+
 def parse_evaluate_line(line):
     """The JSON object of a `trainfleet-evaluate:` line, or None (another line, or not a JSON object)."""
     match = TRAINER_EVALUATE_RE.match(line or "")

@@ -103,6 +103,25 @@ def test_a_failed_playbook_run_beside_the_proofs_shows_its_own_failed_task(tmp_p
                         "  fatal: [localhost]: FAILED! => {", '      "msg": "MPIJob: phase Failed"', "  }"], out
 
 
+def test_a_failed_short_chaos_run_shows_its_failed_checks(tmp_path):
+    log = tmp_path / "test-live.log"
+    log.write_text(LOG, encoding="utf-8")
+    chaos = tmp_path / "side-effect-chaos.log"
+    chaos.write_text(" 3 stop     16:04:59     0s      - s    0  w-1 rank 1 pid 11 (T (stopped))\nfigures: x.json\n"
+                     "CHECK FAILED: fault 3 (stop, w-1 rank 1 pid 11 (T (stopped))): no epoch ended after it\n"
+                     "trainfleet-job: rc=1 seconds=250\n", encoding="utf-8")
+    run = ["bash", os.path.join(ROOT, "scripts", "test.sh"), "live-failures"]
+    out = subprocess.run(run, cwd=ROOT, env=dict(os.environ, LIVE_LOG=str(log)), capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    heading, failure = out.splitlines()[-2:]
+    assert heading.startswith(f"==> the short chaos run's failed checks ({chaos}) ("), out
+    assert failure == "CHECK FAILED: fault 3 (stop, w-1 rank 1 pid 11 (T (stopped))): no epoch ended after it", out
+    chaos.write_text("check passed: 3 faults\ntrainfleet-job: rc=0 seconds=250\n", encoding="utf-8")
+    out = subprocess.run(run, cwd=ROOT, env=dict(os.environ, LIVE_LOG=str(log)), capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    assert "failed checks" not in out and "CHECK FAILED" not in out, out
+
+
 def test_a_failed_compute_suite_without_a_junit_report_shows_its_last_lines(tmp_path):
     """lint and sanity write no JUnit report: their own last lines say why (timed keeps each suite's output)."""
     reports = tmp_path / "reports"

@@ -168,3 +168,41 @@ def test_local_size(tmp_path):
     assert store.size("x") is None
     store.write_bytes("x", b"12345")
     assert store.size("x") == 5
+
+
+def test_a_breaker_makes_the_calls_after_a_failed_back_off_try_once_until_one_succeeds_or_the_window_ends():
+    """An outage costs a run one back-off, not one per write: the stores of a run share a breaker."""
+    from botocore.exceptions import EndpointConnectionError  # pylint: disable=import-outside-toplevel
+
+    now = [100.0]
+    breaker = storage.Breaker(30, clock=lambda: now[0])
+    down = FlakyClient(100, EndpointConnectionError(endpoint_url="http://127.0.0.1:1"))
+    policy = storage.RetryPolicy(attempts=4, base_s=0.1)
+    metrics_store = storage.S3Storage("s3://bucket/out", client=down, retry=policy, sleep=lambda s: None, breaker=breaker)
+    snapshot_store = storage.S3Storage("s3://bucket/snap", client=down, retry=policy, sleep=lambda s: None, breaker=breaker)
+    with pytest.raises(StorageError, match=r"failed after 4 attempt\(s\): "):
+        metrics_store.write_bytes("metrics.jsonl", b"m")
+    assert len(down.calls) == 4 and breaker.open_until == 130.0
+    now[0] = 110.0
+    with pytest.raises(StorageError, match=r"snapshot-1 failed after 1 attempt\(s\) \(one try: a call failed all 4 less than 30s ago\)"):
+        snapshot_store.write_bytes("snapshot-1", b"s")
+    assert len(down.calls) == 5 and breaker.open_until == 130.0  # a single try does not keep it open longer
+    now[0] = 131.0  # the window is over: patient again
+    with pytest.raises(StorageError, match=r"failed after 4 attempt\(s\): "):
+        snapshot_store.write_bytes("snapshot-2", b"s")
+    assert len(down.calls) == 9 and breaker.open_until == 161.0
+    down.failures = len(down.calls)  # the endpoint is back: the next try succeeds and closes it
+    assert snapshot_store.write_bytes("snapshot-3", b"s") == "s3://bucket/snap/snapshot-3"
+    assert len(down.calls) == 10 and breaker.open_until is None
+    down.failures = 100
+    with pytest.raises(StorageError, match=r"failed after 4 attempt\(s\): "):
+        metrics_store.write_bytes("metrics.jsonl", b"m")
+    breaker.close()  # the run's final outputs: every try again
+    with pytest.raises(StorageError, match=r"failed after 4 attempt\(s\): "):
+        metrics_store.write_bytes("model.pt", b"w")
+    assert len(down.calls) == 18
+    breaker.close()
+    denied = FlakyClient(10, _client_error("AccessDenied", 403))  # a real error fails at once and does not open it
+    with pytest.raises(Exception, match="AccessDenied"):
+        storage.S3Storage("s3://bucket/p", client=denied, retry=policy, sleep=lambda s: None, breaker=breaker).write_bytes("x", b"d")
+    assert len(denied.calls) == 1 and breaker.open_until is None

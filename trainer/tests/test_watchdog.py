@@ -162,23 +162,57 @@ def _worker_pid(torchrun_pid, rank, timeout=30):
     pytest.fail(f"no worker of rank {rank} under torchrun {torchrun_pid}")
 
 
+class HangingStore(Store):
+    """A store whose server is frozen: check and get never return (TCPStore against a SIGSTOPped rank 0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+
+    def check(self, keys):
+        self.release.wait(60)
+        return super().check(keys)
+
+
+def test_a_store_call_that_never_returns_is_bounded_and_names_rank_0():
+    clock, store, (_zero, one) = pair(store=HangingStore())
+    one.publish()
+    one.beat(1, 5)
+    clock.now += STALL
+    started = time.monotonic()
+    try:
+        line = one.check()
+        assert "did not answer (TimeoutError: no answer within 6s): rank 0 is stuck or gone" in line, line
+        assert "an earlier call to the store has not returned" in one.check()  # no second helper while one hangs
+    finally:
+        store.release.set()
+    assert time.monotonic() - started < 30
+
+
+FROZEN = {1: "not responding: rank 1 (", 0: "the ranks' shared store (in rank 0's process) did not answer"}
+
+
 @pytest.mark.integration
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_a_frozen_rank_ends_the_run_within_the_stall_timeout_naming_it(tmp_path):
-    """rank 1 stopped (SIGSTOP: a hang, not a crash) after epoch 1; rank 0, blocked in a collective, ends after
-    --stall-timeout-s (10 s here; the process group's timeout is 300 s) saying rank 1 held it up."""
+@pytest.mark.parametrize("frozen", sorted(FROZEN))
+def test_a_frozen_rank_ends_the_run_within_the_stall_timeout_naming_it(tmp_path, frozen):
+    """A rank stopped (SIGSTOP: a hang, not a crash) after epoch 1; the other, blocked in a collective, ends
+    after --stall-timeout-s (10 s here; the process group's timeout is 300 s) saying which rank held it up.
+    As in the train step's pods, torchrun does not share its rendezvous store
+    (TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1): the ranks' store lives in rank 0's process, so a frozen
+    rank 0 freezes it too, and the other rank's watchdog must still decide."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "--max_restarts", "0",
            "-m", "trainer.train", *SYNTHETIC, "--timeout-s", "300", "--stall-timeout-s", "10", "--epochs", "30",
            "--output-dir", str(tmp_path / "out")]
-    run = Run(cmd, base_env())
+    run = Run(cmd, base_env(TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1"))
     try:
         run.wait_for(r"^trainfleet-epoch: epoch=1 ")
-        victim = _worker_pid(run.proc.pid, 1)
+        victim = _worker_pid(run.proc.pid, frozen)
         os.kill(victim, signal.SIGSTOP)
         frozen_at = time.monotonic()
         line = run.wait_for(r"trainfleet-stall: ", timeout=60)
         waited = time.monotonic() - frozen_at
-        assert "rank=0 no progress for" in line and "rank 1 (" in line, run.output()
+        assert f"rank={1 - frozen} no progress for" in line and FROZEN[frozen] in line, run.output()
         assert waited < 10 + 30, (waited, run.output())  # the stall timeout and a few publish intervals, not 300 s
         os.kill(victim, signal.SIGCONT)  # so torchrun's SIGTERM ends it now, not after its 30 s grace and a SIGKILL
         assert run.finish(timeout=120) != 0, run.output()  # torchrun ends the group (max_restarts 0): no hang

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """Filters of plugins/filter/pod.py: trainjob_pod (module_utils/pod_settings.pod_settings as a filter),
-the pre-pull filters and node_lost_tolerations."""
+the pre-pull filters, node_lost_tolerations and pods_blocked."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainfleet.training.plugins.filter.pod import (
-    FilterModule, node_lost_tolerations, trainjob_pod, trainjob_prepull_plan, trainjob_prepull_pods)
+    FilterModule, node_lost_tolerations, pods_blocked, trainjob_pod, trainjob_prepull_plan, trainjob_prepull_pods)
 from ansible_collections.trainfleet.training.plugins.module_utils import pod_settings as ps
 
 SETTINGS = {"name": "job", "cpu_request": "1", "memory_request": "2Gi", "run_as_user": 10001, "run_as_group": 10001,
@@ -19,7 +19,25 @@ SETTINGS = {"name": "job", "cpu_request": "1", "memory_request": "2Gi", "run_as_
 def test_the_filter_is_registered():
     assert FilterModule().filters() == {"trainjob_pod": trainjob_pod, "trainjob_prepull_plan": trainjob_prepull_plan,
                                         "trainjob_prepull_pods": trainjob_prepull_pods,
-                                        "node_lost_tolerations": node_lost_tolerations}
+                                        "node_lost_tolerations": node_lost_tolerations, "pods_blocked": pods_blocked}
+
+
+def _pod(name, *waits, init=()):
+    def statuses(entries):
+        return [{"name": f"c{i}", "state": {"waiting": {"reason": reason, "message": message}} if reason else {"running": {}}}
+                for i, (reason, message) in enumerate(entries)]
+    return {"metadata": {"name": name}, "status": {"containerStatuses": statuses(waits), "initContainerStatuses": statuses(init)}}
+
+
+def test_pods_blocked_names_the_containers_that_cannot_start_and_not_the_kubelets_cache_hiccup():
+    reasons = ["ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError"]
+    pods = [_pod("copy-a", ("ContainerCreating", ""), (None, None)),
+            _pod("copy-b", ("CreateContainerConfigError", "failed to sync secret cache: timed out waiting for the condition")),
+            _pod("copy-c", ("CreateContainerConfigError", 'secret "aws" not found'), init=[("ImagePullBackOff", "Back-off pulling")]),
+            {"metadata": {"name": "copy-d"}, "status": {}}]
+    assert pods_blocked(pods, reasons) == ["copy-c/c0: ImagePullBackOff: Back-off pulling",
+                                           'copy-c/c0: CreateContainerConfigError: secret "aws" not found']
+    assert pods_blocked(pods, ["ErrImagePull"]) == [] and pods_blocked(None, reasons) == []
 
 
 def test_node_lost_tolerations_are_the_train_steps_own():

@@ -153,3 +153,12 @@ def test_the_evaluate_line_parses_from_the_trainers_own_output():
     assert tlog.parse_evaluate_line(metrics.result_line(RESULT)) is None
     assert tlog.parse_evaluate_line(trainer.EVALUATE_PREFIX + " [1, 2]") is None
     assert tlog.parse_evaluate_line(trainer.EVALUATE_PREFIX + " {broken") is None
+
+
+def test_the_error_line_parses_from_the_trainers_own_output():
+    """What the trainer (and trainer.evaluate) print before exiting 1 or 2, read back by the evaluate step."""
+    line = metrics.error_line("--model: no model.pt at s3://b/p/run\n(a user's own script writes none)")
+    assert line.startswith(trainer.ERROR_PREFIX)
+    assert tlog.parse_error_line(line) == "--model: no model.pt at s3://b/p/run (a user's own script writes none)"
+    assert tlog.parse_error_line("  " + line + "  ") == tlog.parse_error_line(line)
+    assert tlog.parse_error_line(metrics.result_line(RESULT)) is None and tlog.parse_error_line(None) is None
