@@ -637,7 +637,8 @@ def diagnose(service, params, summary, pod=None, container=None, job=None, snaps
         complete_failure(failure, job, snapshots, events, live)
 
     if failure["source"] == FAILURE_SOURCE_LIVE and failure.get("container") and params["log_lines"] > 0:
-        tail, error = log_tail(service, namespace, failure["pod"], failure["container"], params["log_lines"])
+        tail, error = log_tail(service, namespace, failure["pod"], failure["container"], params["log_lines"],
+                               previous_first=failed_run_is_previous(summary["pods"], failure["pod"], failure["container"]))
         failure["log_tail"] = tail
         if error:
             failure["log_error"] = error
@@ -652,6 +653,19 @@ def diagnose(service, params, summary, pod=None, container=None, job=None, snaps
         failure["events"] = recent_events(events, params["event_limit"])
     summary["failure"] = failure
     return failure
+
+
+def failed_run_is_previous(summaries, pod, container):
+    """True when the failing container has started again since its failed run (it is not terminated now
+    and its lastState holds a non-zero exit): the failure's lines are that previous run's. With
+    OnFailure the kubelet may restart it before the operator deletes the pods of a failed job."""
+    for summary in summaries or []:
+        if summary.get("name") != pod:
+            continue
+        for entry in summary.get("containers") or []:
+            if entry.get("name") == container:
+                return entry.get("state") != "terminated" and entry.get("last_exit_code") not in (None, 0)
+    return False
 
 
 def failure_message(summary):

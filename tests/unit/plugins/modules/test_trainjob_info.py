@@ -417,6 +417,28 @@ def test_wait_failed_restarted_container_uses_its_previous_log(run_module, fake_
     assert not _pod_watch_threads()
 
 
+def test_wait_failed_live_pod_restarted_since_its_failed_run_reads_that_runs_log(run_module, fake_time, watching_service, load,
+                                                                                   clock):
+    """With OnFailure the kubelet may start the container again before the operator deletes the failed
+    job's pods: the failure's exit code is the lastState's, so its lines are the previous run's, not
+    the fresh run's start-up lines (seen in make test under load)."""
+    fake_time(clock)
+    restarted = load("pods", "restarted_after_oom")
+    service = watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pod_watch_rounds=[[("MODIFIED", restarted)]],
+        pods_after_gate=[restarted],
+        logs={("mnist-worker-0", True): b"epoch 3\nKilled\n", ("mnist-worker-0", False): b"starting again\n"},
+        watch_rounds=[[("MODIFIED", load("jobs", "failed"))]],
+        clock=clock)
+    failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True}, service)
+    assert failed
+    failure = result["job"]["failure"]
+    assert (failure["source"], failure["pod"], failure["exit_code"]) == ("live_pod", "mnist-worker-0", 137)
+    assert failure["log_tail"] == ["epoch 3", "Killed"]
+    assert not _pod_watch_threads()
+
+
 def test_wait_keeps_every_restarted_runs_last_lines(run_module, fake_time, watching_service, load, clock):
     """A restart that fails nothing (the job goes on) still keeps the ended run's last lines, read when the pod
     watch saw it: the kubelet keeps one previous run, and the pod is gone by the end."""
