@@ -417,8 +417,8 @@ def test_wait_failed_restarted_container_uses_its_previous_log(run_module, fake_
     assert not _pod_watch_threads()
 
 
-def test_wait_failed_live_pod_restarted_since_its_failed_run_reads_that_runs_log(run_module, fake_time, watching_service, load,
-                                                                                   clock):
+def test_wait_failed_live_pod_restarted_since_its_failed_run_reads_that_runs_log(
+        run_module, fake_time, watching_service, load, clock):
     """With OnFailure the kubelet may start the container again before the operator deletes the failed
     job's pods: the failure's exit code is the lastState's, so its lines are the previous run's, not
     the fresh run's start-up lines (seen in make test under load)."""
