@@ -82,10 +82,11 @@ def read_result(log_text):
     lines = [line for line in (log_text or "").splitlines() if line.strip()]
     for line in lines:
         parsed = parse_evaluate_line(line.strip())
+        message = None if parsed is not None else parse_error_line(line)
         if parsed is not None:
             evaluation = parsed
-        elif parse_error_line(line) is not None:
-            error = parse_error_line(line)
+        elif message is not None:
+            error = message
     return evaluation, error, (lines[-1] if lines else "")
 
 

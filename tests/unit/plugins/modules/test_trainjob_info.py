@@ -394,16 +394,20 @@ def test_wait_failed_pods_deleted_after_a_snapshot(run_module, fake_time, watchi
     assert not _pod_watch_threads()
 
 
+def _restarted_after_oom_service(watching_service, load, clock, pods_after_gate, failed_job):
+    """worker-0 running again after its OOM-killed run (the pod watch sees it), then the job failed."""
+    return watching_service(
+        jobs={"mnist": load("jobs", "running")},
+        pod_watch_rounds=[[("MODIFIED", load("pods", "restarted_after_oom"))]],
+        pods_after_gate=pods_after_gate,
+        logs={("mnist-worker-0", True): b"epoch 3\nKilled\n", ("mnist-worker-0", False): b"starting again\n"},
+        watch_rounds=[[("MODIFIED", load("jobs", failed_job))]],
+        clock=clock)
+
+
 def test_wait_failed_restarted_container_uses_its_previous_log(run_module, fake_time, watching_service, load, clock):
     fake_time(clock)
-    restarted = load("pods", "restarted_after_oom")  # running again after exit code 137
-    service = watching_service(
-        jobs={"mnist": load("jobs", "running")},
-        pod_watch_rounds=[[("MODIFIED", restarted)]],
-        pods_after_gate=[],
-        logs={("mnist-worker-0", True): b"epoch 3\nKilled\n", ("mnist-worker-0", False): b"starting again\n"},
-        watch_rounds=[[("MODIFIED", load("jobs", "failed_backoff_deleted"))]],
-        clock=clock)
+    service = _restarted_after_oom_service(watching_service, load, clock, [], "failed_backoff_deleted")  # pods deleted
     failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True}, service)
     assert failed
     failure = result["job"]["failure"]
@@ -423,14 +427,7 @@ def test_wait_failed_live_pod_restarted_since_its_failed_run_reads_that_runs_log
     job's pods: the failure's exit code is the lastState's, so its lines are the previous run's, not
     the fresh run's start-up lines (seen in make test under load)."""
     fake_time(clock)
-    restarted = load("pods", "restarted_after_oom")
-    service = watching_service(
-        jobs={"mnist": load("jobs", "running")},
-        pod_watch_rounds=[[("MODIFIED", restarted)]],
-        pods_after_gate=[restarted],
-        logs={("mnist-worker-0", True): b"epoch 3\nKilled\n", ("mnist-worker-0", False): b"starting again\n"},
-        watch_rounds=[[("MODIFIED", load("jobs", "failed"))]],
-        clock=clock)
+    service = _restarted_after_oom_service(watching_service, load, clock, [load("pods", "restarted_after_oom")], "failed")
     failed, result = run_module(module, {"name": "mnist", "namespace": "training", "wait": True}, service)
     assert failed
     failure = result["job"]["failure"]
