@@ -49,7 +49,8 @@ def _name_and_store(v, store):
                 "prefix to stage to and no source for the claim copy. Copy the files onto the claim yourself, or configure an "
                 "object store (inventories/existing: platform_existing_object_store)." % q(targets))
     prefix, owned = v["dataset_s3_prefix"], v["dataset_s3_owned_prefix"]
-    reserved = [p for p in v["dataset_s3_reserved_prefixes"] if isinstance(p, str) and p and text(prefix).startswith(p)]
+    reserved = [p for p in (v["dataset_s3_reserved_prefixes"] if is_list(v["dataset_s3_reserved_prefixes"]) else [])
+                if isinstance(p, str) and p and text(prefix).startswith(p)]
     if not (v["dataset_s3_bucket"] == store.get("bucket") and matches(PREFIX, owned) and matches(PREFIX, prefix)
             and not DOT_COMPONENT.search(prefix) and not DOT_COMPONENT.search(owned)
             and prefix.startswith(owned) and prefix != owned and not reserved):

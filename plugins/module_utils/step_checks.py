@@ -259,7 +259,8 @@ def _bad_statement(item):
 
 
 def _iam_statements(v):
-    for item in v["iam_deployer_extra_statements"]:
+    statements = v["iam_deployer_extra_statements"]
+    for item in statements if is_list(statements) else [statements]:
         if _bad_statement(item):
             return ("every entry of iam_deployer_extra_statements needs Effect (Allow or Deny), Action and Resource (and only Sid "
                     "and Condition besides); every Action must be one service:Name without wildcards (no * or ?), every Resource a "
@@ -397,7 +398,9 @@ def _group_problem(v, index, group):
 
 def _nodegroups(v):
     groups = v["nodegroups_groups"]
-    for index, group in enumerate(groups if is_list(groups) else [groups]):
+    if not is_list(groups):
+        return "nodegroups_groups must be a list of node groups, got %s." % q(groups)
+    for index, group in enumerate(groups):
         problem = _group_problem(v, index, group)
         if problem:
             return problem

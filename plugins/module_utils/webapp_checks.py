@@ -185,8 +185,8 @@ def _tensorboard_own(v):
         return ("tensorboard_node_selector must be a dict and tensorboard_tolerations a list (got %s and %s)."
                 % (q(v["tensorboard_node_selector"]), q(v["tensorboard_tolerations"])))
     # TensorBoard's own flags only: none that widens what it serves or where it listens
-    extra = [text(arg) for arg in v["tensorboard_extra_args"]]
-    if not all(TENSORBOARD_FLAG.match(arg) for arg in extra) or [arg for arg in extra if arg.split("=")[0] in TENSORBOARD_OWN_FLAGS]:
+    extra = [text(arg) for arg in v["tensorboard_extra_args"]] if is_list(v["tensorboard_extra_args"]) else [None]
+    if not all(arg is not None and TENSORBOARD_FLAG.match(arg) for arg in extra) or [arg for arg in extra if arg.split("=")[0] in TENSORBOARD_OWN_FLAGS]:
         return ("tensorboard_extra_args must be TensorBoard flags --name[=value] other than the ones the role sets (--logdir, "
                 "--host, --bind_all, --port, --load_fast; --path_prefix breaks the probes); got %s." % q(v["tensorboard_extra_args"]))
     return None

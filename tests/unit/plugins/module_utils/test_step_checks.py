@@ -217,6 +217,7 @@ def test_nodegroups_names_role_and_timeout():
     assert check_aws("nodegroups", nodegroups_groups=[dict(GROUP, kind="trainium", instance_types=["trn1.32xlarge"], efa=True)]) == []
     assert "nodegroups_instance_role_arn" in check_aws("nodegroups", nodegroups_instance_role_arn="arn:aws:iam::1:role/x")[0]
     assert '"999h"' in check_aws("nodegroups", nodegroups_timeout="999h")[0]
+    assert '{"name": "cpu"}' in check_aws("nodegroups", nodegroups_groups={"name": "cpu"})[0]
 
 
 def test_the_filter_documents_every_step_it_checks():
