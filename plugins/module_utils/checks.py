@@ -23,6 +23,14 @@ MOUNT_PATH = re.compile(r"^(/[A-Za-z0-9._-]+)+\Z")
 DOT_OR_DOTDOT = re.compile(r"(^|/)\.\.?(/|\Z)")
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+DNS_1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
+DNS_LABEL_63 = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
+BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
+ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/?\Z")
+REPOSITORY = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+\Z")
+DOTDOT = re.compile(r"(^|/)\.\.(/|\Z)")
 
 
 def q(value):
@@ -62,6 +70,11 @@ def matches(pattern, value):
 def found(pattern, value):
     """`value is search(pattern)`, on the value as a string."""
     return pattern.search(value if isinstance(value, str) else str(value)) is not None
+
+
+def optional(pattern, value):
+    """"" or a string that matches."""
+    return value == "" or matches(pattern, value)
 
 
 def is_list(value):

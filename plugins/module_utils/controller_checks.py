@@ -16,14 +16,12 @@ import os
 import re
 
 from ansible_collections.trainfleet.training.plugins.module_utils.checks import (
-    DNS_1123_LABEL, DOT_OR_DOTDOT, first, is_list, matches, q, text, to_int, whole)
+    DNS_1123_LABEL, DNS_LABEL_63, DOTDOT, DOT_OR_DOTDOT, first, is_list, matches, q, text, to_int, whole)
 
 VERSION = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+\Z")
 MODULE = re.compile(r"^[a-z0-9.-]+(/[A-Za-z0-9._-]+)+\Z")
 PACKAGE = re.compile(r"^[A-Za-z0-9._/-]+\Z")
 OVERLAY = re.compile(r"^manifests/[A-Za-z0-9._/-]+\Z")
-DOTDOT = re.compile(r"(^|/)\.\.(/|\Z)")
-NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEPLOYMENT = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
 REPOSITORY = re.compile(r"^[a-z0-9]+([._/-][a-z0-9]+)*\Z")
@@ -32,7 +30,6 @@ REVISION = re.compile(r"^[0-9]{1,4}\Z")
 WEIGHT = re.compile(r"^[0-9]{1,5}\Z")
 DEBIAN_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*\Z")
 VOLCANO_MANIFEST = re.compile(r"^installer/[A-Za-z0-9._/-]+\.yaml\Z")
-QUEUE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 RESOURCE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9_.]*[a-z0-9])?\Z")
 QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?([mkMGTPE]|[KMGTPE]i)?\Z")
 
@@ -54,7 +51,7 @@ def _common(v, p):
     if p == "training_operator":
         ok = ok and matches(DNS_1123_LABEL, namespace)
     else:
-        ok = ok and matches(NAMESPACE, namespace) and namespace not in SYSTEM_NAMESPACES
+        ok = ok and matches(DNS_LABEL_63, namespace) and namespace not in SYSTEM_NAMESPACES
     return ok, said
 
 
@@ -155,7 +152,7 @@ def _bad_queue(queue):
     if not isinstance(queue, dict) or set(queue) - {"name", "weight", "capability"}:
         return True
     name, weight, capability = queue.get("name", ""), queue.get("weight", 1), queue.get("capability", {})
-    return (not matches(QUEUE, name) or name in ("default", "root")
+    return (not matches(DNS_LABEL_63, name) or name in ("default", "root")
             or not WEIGHT.match(text(weight)) or not 1 <= to_int(weight) <= 65535
             or not isinstance(capability, dict) or not all(matches(RESOURCE, key) for key in capability)
             or not all(QUANTITY.match(text(val)) for val in capability.values()))

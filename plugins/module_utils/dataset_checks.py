@@ -16,24 +16,19 @@ __metaclass__ = type
 import re
 
 from ansible_collections.trainfleet.training.plugins.module_utils.checks import (
-    DNS_1123_LABEL, DOT_OR_DOTDOT, MOUNT_PATH, first, is_list, matches, q, text, to_int)
+    DNS_1123_LABEL, DNS_1123_SUBDOMAIN, DOT_OR_DOTDOT, MOUNT_PATH, first, is_list, matches, optional, q, text, to_int)
 
 NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?\Z")
 PREFIX = re.compile(r"^([A-Za-z0-9!_.()'-]+/)+\Z")
 DOT_COMPONENT = re.compile(r"(^|/)\.\.?/")
 ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?\Z")
 REGION = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}\Z")
-CLAIM = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
 CLAIM_DIR = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*\Z")
 SYSTEM_DIRS = ("/tmp", "/etc", "/dev", "/proc", "/sys", "/usr", "/opt", "/opt/trainfleet", "/etc/trainfleet-dataset")
 IMAGE = re.compile(r"^[a-z0-9][A-Za-z0-9._:/@-]*\Z")
 CPU = re.compile(r"^[0-9]+(\.[0-9]+)?m?\Z")
 MEMORY = re.compile(r"^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?\Z")
 FILE_PATH = re.compile(r"^(/[A-Za-z0-9._+@=,-]+)+\Z")
-
-
-def _optional(pattern, value):
-    return isinstance(value, str) and (value == "" or pattern.match(value) is not None)
 
 
 def _name_and_store(v, store):
@@ -59,7 +54,7 @@ def _name_and_store(v, store):
                 "%s, the prefix the run owns (the training pods can read nothing else), and not under %s (the s3 step's "
                 "lifecycle rule expires what is there); got dataset_s3_prefix=%s."
                 % (q(store.get("bucket")), q(v["dataset_s3_bucket"]), q(owned), q(reserved), q(prefix)))
-    if not (_optional(ENDPOINT, v["dataset_s3_endpoint_url"]) and matches(REGION, v["dataset_s3_region"])):
+    if not (optional(ENDPOINT, v["dataset_s3_endpoint_url"]) and matches(REGION, v["dataset_s3_region"])):
         return ("dataset_s3_endpoint_url must be empty (AWS) or http(s)://host[:port][/path], got %s; dataset_s3_region a region "
                 "name (lowercase letters, digits and '-'), got %s." % (q(v["dataset_s3_endpoint_url"]), q(v["dataset_s3_region"])))
     return None
@@ -70,7 +65,7 @@ def _claim_copy(v, check_mode, store):
     namespace, claim, mount, directory = (v["dataset_namespace"], v["dataset_claim_name"], v["dataset_claim_mount_path"],
                                           v["dataset_claim_dir"])
     if not (matches(DNS_1123_LABEL, namespace) and len(namespace) <= 63 and not namespace.startswith("kube-")
-            and matches(CLAIM, claim) and len(claim) <= 253
+            and matches(DNS_1123_SUBDOMAIN, claim) and len(claim) <= 253
             and matches(MOUNT_PATH, mount) and not DOT_OR_DOTDOT.search(mount) and mount not in SYSTEM_DIRS
             and matches(CLAIM_DIR, directory) and not DOT_OR_DOTDOT.search(directory)):
         return ("dataset_namespace must be a DNS label that is not one of Kubernetes' own (kube-*), got %s; dataset_claim_name a "
@@ -79,9 +74,9 @@ def _claim_copy(v, check_mode, store):
                 ". or .. components, got %s." % (q(namespace), q(claim), q(mount), q(directory)))
     endpoint, secrets = v["dataset_aws_endpoint_url"], v["dataset_image_pull_secrets"]
     if not (matches(IMAGE, v["dataset_image"]) and v["dataset_image_pull_policy"] in ("IfNotPresent", "Always", "Never")
-            and _optional(ENDPOINT, endpoint) and (check_mode or store.get("kind") != "s3_compatible" or endpoint != "")
-            and _optional(CLAIM, v["dataset_aws_credentials_secret"]) and _optional(CLAIM, v["dataset_service_account"])
-            and is_list(secrets) and all(matches(CLAIM, secret) for secret in secrets)):
+            and optional(ENDPOINT, endpoint) and (check_mode or store.get("kind") != "s3_compatible" or endpoint != "")
+            and optional(DNS_1123_SUBDOMAIN, v["dataset_aws_credentials_secret"]) and optional(DNS_1123_SUBDOMAIN, v["dataset_service_account"])
+            and is_list(secrets) and all(matches(DNS_1123_SUBDOMAIN, secret) for secret in secrets)):
         return ("dataset_image must be an image reference such as localhost:5001/trainfleet/trainer:TAG (the trainer image: run the "
                 "trainer_image step, or pass -e dataset_image=...), got %s; dataset_image_pull_policy IfNotPresent, Always or "
                 "Never, got %s; dataset_aws_endpoint_url (the endpoint as the pods reach it) empty or http(s)://host[:port][/path], "
@@ -109,7 +104,7 @@ def _claim_copy(v, check_mode, store):
 
 def _manifest(v):
     dest = v["dataset_manifest_dest"]
-    if not (_optional(FILE_PATH, dest) and not DOT_OR_DOTDOT.search(dest)):
+    if not (optional(FILE_PATH, dest) and not DOT_OR_DOTDOT.search(dest)):
         return ("dataset_manifest_dest must be empty or an absolute path of letters, digits and ._+@=,- without . or .. components "
                 "(got %s)." % q(dest))
     return None

@@ -14,13 +14,12 @@ __metaclass__ = type
 import re
 
 from ansible_collections.trainfleet.training.plugins.module_utils.checks import (
-    DOT_OR_DOTDOT, MOUNT_PATH, first, is_list, length, matches, q, quantity, strings, text, to_int, whole)
+    DNS_1123_LABEL, DNS_LABEL_63, DOT_OR_DOTDOT, MOUNT_PATH, first, is_list, length, matches, q, quantity, strings, text, to_int,
+    whole)
 from ansible_collections.trainfleet.training.plugins.module_utils.pod_settings import to_bool
 
 IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:/@_-]*\Z")
 PORT = re.compile(r"^[0-9]{1,5}\Z")
-QUEUE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 CONTROL_NO_DEL = re.compile(r"[\x00-\x1f]")
 RANK_OPTIONS = re.compile(r"^(-np|-n|--np|-c|--hostfile|-hostfile|--machinefile|-machinefile)(=|\Z)")
 DATASET = re.compile(r"^[A-Za-z0-9_.-]+\Z")
@@ -75,7 +74,7 @@ def _pytorchjob_elastic(v):
 def _pytorchjob_gang(v):
     scheduler, queue, least = v["pytorchjob_scheduler_name"], v["pytorchjob_queue"], v["pytorchjob_min_available"]
     replicas = to_int(v["pytorchjob_master_replicas"]) + to_int(v["pytorchjob_worker_replicas"])
-    if not (scheduler in ("", "volcano") and isinstance(queue, str) and (queue == "" or QUEUE.match(queue))
+    if not (scheduler in ("", "volcano") and isinstance(queue, str) and (queue == "" or DNS_LABEL_63.match(queue))
             and whole(least, 1, replicas) and (scheduler == "volcano" or queue == "")):
         return ("pytorchjob_scheduler_name must be \"\" (the default scheduler) or \"volcano\" (got %s); pytorchjob_queue empty or "
                 "a Volcano queue name, a DNS label (got %s), and set only with pytorchjob_scheduler_name \"volcano\"; "
@@ -195,7 +194,7 @@ def _torchx_layout(v):
         return ("With trainjob_launcher=torchx, trainjob_namespace must not be a namespace of Kubernetes itself (kube-*; "
                 "trainjob_allow_system_namespace does not apply); got trainjob_namespace=%s." % q(v["trainjob_namespace"]))
     queue = v["torchx_job_queue"]
-    if not (isinstance(queue, str) and (queue == "" or (DNS_LABEL.match(queue) and len(queue) <= 63))):
+    if not (isinstance(queue, str) and (queue == "" or (DNS_1123_LABEL.match(queue) and len(queue) <= 63))):
         return ("torchx_job_queue must be empty (the first of volcano_queues, else Volcano's default queue) or a queue name (a "
                 "DNS-1123 label), got %s." % q(queue))
     if not (whole(v["torchx_job_nnodes"], 1, 64) and whole(v["torchx_job_nproc_per_node"], 1, 64)

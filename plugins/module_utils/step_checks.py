@@ -13,7 +13,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.trainfleet.training.plugins.module_utils.checks import (
-    DOT_OR_DOTDOT, MOUNT_PATH, first, is_list, length, matches, q, text, to_int)
+    BUCKET, DNS_1123_LABEL, DNS_LABEL_63, DOT_OR_DOTDOT, MOUNT_PATH, REPOSITORY, first, is_list, length, matches, q, text,
+    to_int)
 from ansible_collections.trainfleet.training.plugins.module_utils.pod_settings import to_bool
 
 # --------------------------------------------------------------------------- storage
@@ -30,8 +31,6 @@ SUBNET = re.compile(r"^subnet-[0-9a-f]+\Z")
 SECURITY_GROUP = re.compile(r"^sg-[0-9a-f]+\Z")
 S3_PATH = re.compile(r"^s3://[a-z0-9.-]+(/.*)?\Z")
 EFS = re.compile(r"^fs-[0-9a-f]+\Z")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 CLASS = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
 ZONE = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9][a-z]\Z")
 THROUGHPUTS = (12, 40, 50, 100, 125, 200, 250, 500, 1000)
@@ -63,8 +62,8 @@ def _storage(v, context):
             # empty only in check mode: the file system lives in the cluster VPC (checked again in apply.yml)
             and (backend != "efs" or matches(EFS, v["storage_efs_file_system_id"])
                  or (context.get("check_mode") and v["storage_efs_file_system_id"] == ""))
-            and matches(DNS_LABEL, pvc) and matches(MOUNT_PATH, path) and not DOT_OR_DOTDOT.search(path)
-            and matches(NAMESPACE, namespace) and (matches(CLASS, klass) or (backend == "class" and klass == ""))
+            and matches(DNS_1123_LABEL, pvc) and matches(MOUNT_PATH, path) and not DOT_OR_DOTDOT.search(path)
+            and matches(DNS_LABEL_63, namespace) and (matches(CLASS, klass) or (backend == "class" and klass == ""))
             and len(text(pvc) + "-" + text(namespace)) <= 253
             and v["storage_fsx_deployment_type"] in ("SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
             and v["storage_fsx_data_compression_type"] in ("NONE", "LZ4")
@@ -113,7 +112,6 @@ def storage_problems(values, context=None):
 
 # --------------------------------------------------------------------------- trainer_image
 
-REPOSITORY = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+\Z")
 TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z")
 CUDNN = re.compile(r"^[0-9]+(\.[0-9]+){1,3}\Z")
 LOCAL_REPOSITORY = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)+\Z")
@@ -172,7 +170,6 @@ IAM_NAME = r"^[A-Za-z0-9+=,.@_-]{1,%d}\Z"
 OIDC_ISSUER = re.compile(r"^oidc\.eks\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/id/[A-Za-z0-9]+\Z")
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}\Z")
 SERVICE_ACCOUNT = re.compile(r"^[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?\Z")
-BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
 S3_PREFIX = re.compile(r"^[A-Za-z0-9!_.()'-]+(/[A-Za-z0-9!_.()'-]+)*/\Z")
 KMS_KEY = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+\Z")
 ECR_REPOSITORY = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*\Z")
@@ -211,7 +208,7 @@ def _iam_names(v):
                                                 "iam_node_ecr_policy_name")))
     mode = v["iam_identity_mode"]
     if not (mode in ("pod_identity", "irsa") and (mode != "irsa" or matches(OIDC_ISSUER, v["iam_irsa_oidc_issuer"]))
-            and matches(CLUSTER_NAME, v["iam_cluster_name"]) and matches(NAMESPACE, v["iam_training_namespace"])
+            and matches(CLUSTER_NAME, v["iam_cluster_name"]) and matches(DNS_LABEL_63, v["iam_training_namespace"])
             and matches(SERVICE_ACCOUNT, v["iam_training_service_account"])):
         return ("iam_identity_mode must be pod_identity or irsa (got %s); with irsa, iam_irsa_oidc_issuer must be the cluster's "
                 "issuer without https://, e.g. oidc.eks.us-west-2.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE (got %s); "

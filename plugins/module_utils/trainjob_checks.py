@@ -15,8 +15,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.trainfleet.training.plugins.module_utils.checks import (
-    DIGITS, DNS_1123_LABEL, DOT_OR_DOTDOT, MOUNT_PATH, first, found, is_list, length, mapping, matches, q, quantity,
-    strings, text, to_int, whole)
+    BUCKET, DIGITS, DNS_1035, DNS_1123_LABEL, DNS_1123_SUBDOMAIN, DOTDOT, DOT_OR_DOTDOT, ENDPOINT, LABEL_VALUE, MOUNT_PATH,
+    first, found, is_list, length, mapping, matches, q, quantity, strings, text, to_int, whole)
 from ansible_collections.trainfleet.training.plugins.module_utils.pod_settings import PodSettingsError, container_security_context, to_bool
 
 # The variables the checks read: the preflight task hands them over by these names.
@@ -43,20 +43,14 @@ NAMES = (
     "trainjob_progress_file", "trainjob_kubeconfig",
 )
 
-DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
-DNS_1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
 LABEL_KEY = re.compile(r"^([a-z0-9.-]{1,253}/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 MODULE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 CONTROL_OR_SPACE = re.compile(r"[\x00-\x1f\x7f\s]")
-DOTDOT = re.compile(r"(^|/)\.\.(/|\Z)")
 CACHE_SET = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?\Z")
 FILE_PATH = re.compile(r"^(/[A-Za-z0-9._+@=,-]+)+\Z")
 SYSTEM_DIR = re.compile(r"^/(bin|dev|etc|lib|lib64|proc|sbin|sys|usr)/")
-BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
 S3_PREFIX = re.compile(r"^[A-Za-z0-9!_.()'/-]*\Z")
 REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]+\Z")
-ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/?\Z")
 SECRET_NAME = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD)")
 AWS_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 VARIANTS = ("", "cuda", "mpi", "cuda-mpi", "neuron", "neuron-mpi")

@@ -15,22 +15,17 @@ __metaclass__ = type
 import re
 
 from ansible_collections.trainfleet.training.plugins.module_utils.checks import (
-    DNS_1123_LABEL, first, is_list, length, matches, q, quantity, text, to_int)
+    BUCKET, DNS_1035, DNS_1123_LABEL, DNS_1123_SUBDOMAIN, ENDPOINT, LABEL_VALUE, REPOSITORY, first, is_list, length, matches,
+    optional, q, quantity, text, to_int)
 from ansible_collections.trainfleet.training.plugins.module_utils.pod_settings import to_bool
 
-DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
-NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\Z")
 LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 S3_PREFIX = re.compile(r"^[A-Za-z0-9!_.*()/-]*\Z")
 S3_LOGDIR = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[A-Za-z0-9!_.*()/-]*[A-Za-z0-9!_.*()-]\Z")
 PATH = re.compile(r"^/[A-Za-z0-9_.@:+/-]*\Z")
-BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
 REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]\Z")
-ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/?\Z")
 IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?\Z")
 BASE_IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9./:@_-]*\Z")
-REPOSITORY = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+\Z")
 VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+\Z")
 PYTHON = re.compile(r"^3\.[0-9]+\Z")
 KUBECTL = re.compile(r"^[A-Za-z0-9_./+@-]+\Z")
@@ -49,11 +44,6 @@ def _segments_ok(path, forbidden=(".", "..")):
     return not [part for part in path.split("/") if part in forbidden]
 
 
-def _optional(pattern, value):
-    """"" or a match."""
-    return value == "" or matches(pattern, value)
-
-
 # --------------------------------------------------------------------------- shared, by prefix
 
 
@@ -70,15 +60,15 @@ def _identity(v, p):
 
 
 def _s3_access(v, p, region, endpoint, secret, account):
-    return (matches(REGION, v[region]) and _optional(ENDPOINT, v[endpoint]) and _optional(NAME, v[secret])
-            and _optional(NAME, v[account]))
+    return (matches(REGION, v[region]) and optional(ENDPOINT, v[endpoint]) and optional(DNS_1123_SUBDOMAIN, v[secret])
+            and optional(DNS_1123_SUBDOMAIN, v[account]))
 
 
 def _image(v, p, versions, base_image):
     """The image: given, or built from `versions` ({variable: pattern}) on `base_image`."""
     image, secrets = v[p + "_image"], v[p + "_image_pull_secrets"]
-    good = (_optional(IMAGE, image) and all(matches(pattern, v[name]) for name, pattern in versions.items())
-            and is_list(secrets) and all(matches(NAME, secret) for secret in secrets)
+    good = (optional(IMAGE, image) and all(matches(pattern, v[name]) for name, pattern in versions.items())
+            and is_list(secrets) and all(matches(DNS_1123_SUBDOMAIN, secret) for secret in secrets)
             and (image != "" or v[p + "_state"] == "absent"
                  or (matches(REPOSITORY, v[p + "_image_repository"]) and matches(base_image, v[p + "_image_base_image"])
                      and v[p + "_image_registry_login"] in ("none", "ecr") and 60 <= to_int(v[p + "_image_build_timeout"]) <= 14400)))
@@ -124,7 +114,7 @@ def _load_balancer(v, p, why):
 def _access(v, p):
     kubeconfig, context, kubectl, dest = v[p + "_kubeconfig"], v[p + "_context"], v[p + "_kubectl"], v[p + "_manifest_dest"]
     good = (isinstance(kubeconfig, str) and kubeconfig != "" and not LINE_BREAK.search(kubeconfig)
-            and isinstance(context, str) and not LINE_BREAK.search(context) and _optional(KUBECTL, kubectl)
+            and isinstance(context, str) and not LINE_BREAK.search(context) and optional(KUBECTL, kubectl)
             and isinstance(dest, str) and (dest == "" or (dest.startswith("/") and "/../" not in dest + "/"))
             and not re.search(r"[\n\r\t]", dest))
     if not good:
@@ -154,12 +144,12 @@ def _tensorboard_reads(v, context):
     claim, mount = v["tensorboard_pvc_claim_name"], v["tensorboard_pvc_mount_path"]
     is_s3 = logdir.startswith("s3://")
     kind = (context.get("object_store") or {}).get("kind")
-    good = ((run == "" or (matches(NAME, run) and len(run) <= 63))
+    good = ((run == "" or (matches(DNS_1123_SUBDOMAIN, run) and len(run) <= 63))
             and matches(S3_PREFIX, prefix) and _segments_ok(prefix)
             and ((matches(S3_LOGDIR, logdir) and _segments_ok(logdir[5:], (".", "..", "")))
                  or (matches(PATH, logdir) and _segments_ok(logdir[1:], (".", "..", ""))))
             and (is_s3 or length(claim) > 0) and (not is_s3 or kind != "none" or length(v["tensorboard_logdir"]) > 0)
-            and _optional(NAME, claim) and matches(PATH, mount) and _segments_ok(mount[1:])
+            and optional(DNS_1123_SUBDOMAIN, claim) and matches(PATH, mount) and _segments_ok(mount[1:])
             and (is_s3 or (logdir + "/").startswith(mount.rstrip("/") + "/")))
     if not good:
         return ("TensorBoard reads %s (tensorboard_logdir %s, tensorboard_s3_bucket %s, tensorboard_s3_prefix %s, tensorboard_run "
@@ -220,10 +210,10 @@ def _jupyter_reads(v):
     run, prefix, runs = v["jupyter_run"], v["jupyter_s3_prefix"], v["_jupyter_runs"]
     claim, mount = v["jupyter_pvc_claim_name"], v["jupyter_pvc_mount_path"]
     is_s3 = runs.startswith("s3://")
-    good = ((run == "" or (matches(NAME, run) and len(run) <= 63))
+    good = ((run == "" or (matches(DNS_1123_SUBDOMAIN, run) and len(run) <= 63))
             and matches(S3_PREFIX, prefix) and _segments_ok(prefix)
             and (not is_s3 or matches(BUCKET, v["jupyter_s3_bucket"])) and (is_s3 or length(claim) > 0)
-            and _optional(NAME, claim) and matches(PATH, mount) and _segments_ok(mount[1:])
+            and optional(DNS_1123_SUBDOMAIN, claim) and matches(PATH, mount) and _segments_ok(mount[1:])
             and mount not in ("/tmp", "/work") and not NOTEBOOK_SYSTEM_DIR.match(mount)
             and _s3_access(v, "jupyter", "jupyter_aws_region", "jupyter_aws_endpoint_url", "jupyter_aws_credentials_secret",
                            "jupyter_service_account"))
