@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filter input_problems: a step's checks of its inputs beyond their argument spec (module_utils/checks.py
 and the steps' own: trainjob_checks.py, launcher_checks.py, webapp_checks.py, dataset_checks.py,
-controller_checks.py, step_checks.py)."""
+controller_checks.py, step_checks.py, local_checks.py); filter rendering_problems: what a controller's kustomization promises,
+checked on what kubectl rendered (module_utils/controller_rendering.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,7 +13,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainfleet.training.plugins.module_utils import (
-    controller_checks, dataset_checks, launcher_checks, step_checks, trainjob_checks, webapp_checks)
+    controller_checks, controller_rendering, dataset_checks, launcher_checks, local_checks, step_checks, trainjob_checks, webapp_checks)
 
 STEPS = {
     "trainjob": trainjob_checks.problems,
@@ -30,6 +31,10 @@ STEPS = {
     "iam": step_checks.iam_problems,
     "eks_cluster": step_checks.eks_cluster_problems,
     "nodegroups": step_checks.nodegroups_problems,
+    "local_registry": local_checks.local_registry_problems,
+    "local_aws": local_checks.local_aws_problems,
+    "kind_cluster": local_checks.kind_cluster_problems,
+    "kind_images": local_checks.kind_images_problems,
 }
 
 
@@ -42,7 +47,16 @@ def input_problems(values, step, context=None):
         raise AnsibleFilterError("input_problems: %s" % exc.args[0])
 
 
+def rendering_problems(resources, controller, context):
+    if controller not in controller_rendering.CONTROLLERS:
+        raise AnsibleFilterError("rendering_problems: no controller %s (%s)" % (controller, ", ".join(sorted(controller_rendering.CONTROLLERS))))
+    try:
+        return controller_rendering.problems(resources, controller, context)
+    except KeyError as exc:
+        raise AnsibleFilterError("rendering_problems: no %s in the context" % exc.args[0])
+
+
 class FilterModule(object):
 
     def filters(self):
-        return {"input_problems": input_problems}
+        return {"input_problems": input_problems, "rendering_problems": rendering_problems}

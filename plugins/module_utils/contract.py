@@ -12,26 +12,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 import re
+
+from ansible_collections.trainfleet.training.plugins.module_utils.checks import BUCKET, is_list, q
 
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
 URL = re.compile(r"^https?://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9._/-]*)?\Z")
 REPO = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*\Z")
 IMAGE = re.compile(r"^[A-Za-z0-9.:/@_-]+\Z")
 CONTEXT = re.compile(r"^[A-Za-z0-9@:._/-]*\Z")
-BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
 LAUNCHERS = ("mpi_operator", "volcano")
-
-
-def _q(value):
-    return json.dumps(value)
-
-
-def _is_list(value):
-    """A list of names: a list or tuple (not a string, not a mapping)."""
-    return isinstance(value, (list, tuple))
 
 
 def problems(contract, platform_name, launchers):
@@ -41,31 +32,31 @@ def problems(contract, platform_name, launchers):
     prefix = "platform_%s_" % platform_name
     kubeconfig = contract["kubeconfig"]
     if not (isinstance(kubeconfig, str) and os.path.isabs(kubeconfig) and "\n" not in kubeconfig):
-        out.append(prefix + "kubeconfig must be an absolute path (got %s)" % _q(kubeconfig))
+        out.append(prefix + "kubeconfig must be an absolute path (got %s)" % q(kubeconfig))
     if not CONTEXT.match(contract["context"]):
-        out.append(prefix + "context must be a kubeconfig context name (got %s)" % _q(contract["context"]))
+        out.append(prefix + "context must be a kubeconfig context name (got %s)" % q(contract["context"]))
     registry = contract["registry"]
     if registry["prefix"] != "" and not REPO.match(registry["prefix"]):
-        out.append(prefix + "registry_prefix must be registry-host[:port]/path in lowercase (got %s)" % _q(registry["prefix"]))
+        out.append(prefix + "registry_prefix must be registry-host[:port]/path in lowercase (got %s)" % q(registry["prefix"]))
     if registry["pull"] == "pull_secret" and not NAME.match(registry["pull_secret"]):
-        out.append(prefix + "registry_pull_secret must be a DNS subdomain (got %s)" % _q(registry["pull_secret"]))
+        out.append(prefix + "registry_pull_secret must be a DNS subdomain (got %s)" % q(registry["pull_secret"]))
     store = contract["object_store"]
     if store["kind"] != "none" and not BUCKET.match(store["bucket"]):
-        out.append("s3_bucket_name must be an S3 bucket name (got %s)" % _q(store["bucket"]))
+        out.append("s3_bucket_name must be an S3 bucket name (got %s)" % q(store["bucket"]))
     for field in ("endpoint_url", "pod_endpoint_url"):
         if store[field] != "" and not URL.match(store[field]):
-            out.append(prefix + "s3_%s must be http(s)://host[:port][/path] (got %s)" % (field, _q(store[field])))
+            out.append(prefix + "s3_%s must be http(s)://host[:port][/path] (got %s)" % (field, q(store[field])))
     if store["kind"] == "s3_compatible" and store["endpoint_url"] == "":
         out.append(prefix + "s3_endpoint_url is required for an s3_compatible object store")
     if store["credentials"] == "secret" and not NAME.match(store["credentials_secret"]):
-        out.append(prefix + "s3_credentials_secret must be a DNS subdomain (got %s)" % _q(store["credentials_secret"]))
+        out.append(prefix + "s3_credentials_secret must be a DNS subdomain (got %s)" % q(store["credentials_secret"]))
     class_name = contract["storage"]["class_name"]
     if class_name != "" and not NAME.match(class_name):
-        out.append(prefix + "storage_class must be a DNS subdomain (got %s)" % _q(class_name))
+        out.append(prefix + "storage_class must be a DNS subdomain (got %s)" % q(class_name))
     for field in ("image", "init_image"):
         value = contract["operator"][field]
         if value != "" and not IMAGE.match(value):
-            out.append(prefix + "operator_%s must be an image reference (got %s)" % (field, _q(value)))
-    if not _is_list(launchers) or any(item not in LAUNCHERS for item in launchers):
-        out.append("platform_launchers must be a list of %s (got %s)" % (", ".join(LAUNCHERS), _q(launchers)))
+            out.append(prefix + "operator_%s must be an image reference (got %s)" % (field, q(value)))
+    if not is_list(launchers) or any(item not in LAUNCHERS for item in launchers):
+        out.append("platform_launchers must be a list of %s (got %s)" % (", ".join(LAUNCHERS), q(launchers)))
     return out

@@ -209,7 +209,7 @@ def rendered(tools, tmp_path_factory):
     (tmp_path / "no-kubeconfig").write_text("")
     first_rc, first = playbook(tmp_path, tasks, variables)
     assert first_rc == 0, first[-4000:]
-    assert "Check the rendering (MPIJob v2beta1, our image, restricted pod, least-privilege RBAC)" in first
+    assert "Check the rendering - MPIJob v2beta1, our image, restricted pod, least-privilege RBAC" in first
     second_rc, second = playbook(tmp_path, tasks[:-1], variables)
     assert second_rc == 0, second[-4000:]
     upstream = subprocess.run([binary, "kustomize", os.path.join(module, "manifests", "overlays", "standalone")],

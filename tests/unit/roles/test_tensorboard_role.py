@@ -326,10 +326,10 @@ def test_the_image_installs_the_versions_the_tests_use():
 def test_dockerfile_takes_the_build_arguments_the_role_passes():
     with open(os.path.join(ROLE, "files", "image", "Dockerfile")) as handle:
         dockerfile = handle.read()
-    with open(os.path.join(ROLE, "tasks", "build.yml")) as handle:
-        build = yaml.safe_load(handle)
-    tag_task = [t for t in build if t.get("name") == "Compute the content tag"][0]
-    passed = set(tag_task["vars"]["_build_args"])
+    with open(os.path.join(ROLE, "tasks", "image.yml")) as handle:
+        image = yaml.safe_load(handle)
+    build = [t for t in image if t.get("ansible.builtin.include_role", {}).get("tasks_from") == "build"][0]
+    passed = set(build["vars"]["image_build_args"])
     declared = set(re.findall(r"^ARG ([A-Z0-9_]+)", dockerfile, re.M))
     assert passed <= declared, passed - declared
     assert re.search(r"^FROM \$\{BASE_IMAGE\}$", dockerfile, re.M)

@@ -137,8 +137,8 @@ def test_variant_refs_and_built_flags(tmp_path):
     """The role's own expressions: refs from trainer_image_ref, and each variant's push sees its own build result."""
     name_task = _task("build.yml", "Name the image variants")
     push_task = _task("main.yml", "Push the image variants like the image")
-    built = push_task["vars"]["_trainer_image_push_built"]
-    ref = push_task["vars"]["_trainer_image_push_ref"]
+    built = push_task["vars"]["image_built"]
+    ref = push_task["vars"]["image_ref"]
     results = []
     for variants in ([], ["mpi"]):
         builds = {"results": [{"_trainer_image_variant": v, "changed": True} for v in variants]}
@@ -149,7 +149,7 @@ def test_variant_refs_and_built_flags(tmp_path):
             "tasks": [name_task,
                       {"ansible.builtin.debug": {"msg": MARK + REFS_MSG % json.dumps("refs-%d" % len(variants))}},
                       {"ansible.builtin.debug": {"msg": MARK + PUSH_MSG},
-                       "vars": {"_ref": ref.replace("_trainer_image_push_ref", "x"), "_built": built},
+                       "vars": {"_ref": ref, "_built": built},
                        "loop": "{{ trainer_image_variants }}", "loop_control": {"loop_var": "_trainer_image_variant"}}]})
     rc, out = _playbook(tmp_path, results)
     assert rc == 0, out[-4000:]

@@ -101,17 +101,15 @@ def test_kustomization_drops_the_v1_mpijob_crd(tmp_path):
 
 
 def test_manifests_never_apply_or_delete_the_mpijob_crd():
-    """The bare overlay (absent path, check mode on a first run) still holds the v1 CRD: the parse
-    task leaves it out, and the check task refuses a rendering that holds it."""
+    """The bare overlay (absent path, check mode on a first run) still holds the v1 CRD: the render
+    leaves it out, and the rendering check refuses a rendering that holds it."""
     with open(os.path.join(ROLE, "tasks", "manifests.yml")) as handle:
         tasks = yaml.safe_load(handle)
     facts = [t for t in tasks if t.get("name") == "Locate the overlay and the kustomization directory"][0]
     assert facts["ansible.builtin.set_fact"]["_training_operator_foreign_crds"] == ["mpijobs.kubeflow.org"]
-    parse = [t for t in tasks if t.get("name") == "Parse the manifests"][0]
-    assert "controller_objects('training-operator', _training_operator_foreign_crds)" in \
-        parse["ansible.builtin.set_fact"]["_training_operator_resources"]
-    check = [t for t in tasks if t.get("name", "").startswith("Check the operator's rights")][0]
-    assert "_crds | select('in', _training_operator_foreign_crds) | list | length == 0" in check["ansible.builtin.assert"]["that"]
+    render = [t for t in tasks if t.get("name") == "Render and check the manifests"][0]
+    assert render["vars"]["controller_left_out"] == "{{ _training_operator_foreign_crds }}"
+    assert render["vars"]["controller_render_context"]["foreign_crds"] == "{{ _training_operator_foreign_crds }}"
 
 
 @pytest.mark.parametrize("gang", ["", "volcano"])
@@ -248,7 +246,7 @@ def _role_render(tmp_path_factory, extra, checked=True):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     if checked:
-        assert "Check the operator's rights are the PyTorchJob controller's only" in out
+        assert "Check the rendering - the operator's rights are the PyTorchJob controller's only" in out
     ours = json.loads((tmp_path / "resources.json").read_text())
     upstream = subprocess.run([kubectl, "kustomize", os.path.join(module, "manifests", "overlays", "standalone")],
                               capture_output=True, text=True, check=True, timeout=120).stdout

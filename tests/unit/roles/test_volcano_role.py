@@ -299,7 +299,7 @@ def rendered(tmp_path_factory):
     variables = {"volcano_kubectl": binary, "volcano_kubeconfig": str(tmp_path / "kubeconfig")}
     rc, first = playbook(tmp_path, [play(tmp_path, tasks, **variables)], "-e", NO_CLUSTER)
     assert rc == 0, first[-4000:]
-    assert "Check the rendering (our images, restricted pods, no pulled job, no hostPath, our webhooks)" in first
+    assert "Check the rendering - our images, restricted pods, no pulled job, no hostPath, our webhooks" in first
     return json.loads((tmp_path / "resources.json").read_text()), (tmp_path / "ca.b64").read_text(), first
 
 

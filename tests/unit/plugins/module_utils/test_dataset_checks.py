@@ -8,15 +8,11 @@ checks run through the role in tests/unit/roles/test_dataset_role.py and tests/a
 
 from __future__ import absolute_import, division, print_function
 
-import os
-
 import pytest
-import yaml
 
 from ansible_collections.trainfleet.training.plugins.filter.checks import FilterModule
 from ansible_collections.trainfleet.training.plugins.module_utils.dataset_checks import NAMES
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 STORE = {"kind": "s3_compatible", "bucket": "trainfleet-local"}
 GOOD = {
     "dataset_name": "breast-cancer", "dataset_targets": ["s3"], "dataset_max_files": 10000, "dataset_s3_bucket": "trainfleet-local",
@@ -38,12 +34,9 @@ def check(context=None, **overrides):
     return FilterModule().filters()["input_problems"](dict(GOOD, **overrides), "dataset", context)
 
 
-def test_good_inputs_have_no_problem_and_the_preflight_hands_over_every_name():
+def test_good_inputs_have_no_problem():
     assert set(GOOD) == set(NAMES)
     assert check() == [] and check(**CLAIM) == []
-    with open(os.path.join(ROOT, "roles", "dataset", "tasks", "preflight.yml")) as handle:
-        tasks = yaml.safe_load(handle)
-    assert [tuple(task["vars"]["_dataset_checked"]) for task in tasks if "_dataset_checked" in task.get("vars", {})] == [NAMES]
 
 
 @pytest.mark.parametrize("name, value, quoted", [

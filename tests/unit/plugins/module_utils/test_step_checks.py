@@ -8,15 +8,11 @@ quotes the value as JSON. The same checks run through the roles in tests/unit/ro
 
 from __future__ import absolute_import, division, print_function
 
-import os
-
 import pytest
-import yaml
 
 from ansible_collections.trainfleet.training.plugins.filter.checks import FilterModule
 from ansible_collections.trainfleet.training.plugins.module_utils import step_checks
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 GOOD = {
     "storage": {
         "storage_hostpath_path": "/var/local/trainfleet-data", "storage_backend": "hostpath", "storage_backends": ["hostpath"],
@@ -41,13 +37,9 @@ def check(step, context=None, **overrides):
 
 
 @pytest.mark.parametrize("step", sorted(GOOD))
-def test_good_inputs_have_no_problem_and_the_preflight_hands_over_every_name(step):
-    names = getattr(step_checks, step.upper())
-    assert set(GOOD[step]) == set(names)
+def test_good_inputs_have_no_problem(step):
+    assert set(GOOD[step]) == set(getattr(step_checks, step.upper()))
     assert check(step) == []
-    with open(os.path.join(ROOT, "roles", step, "tasks", "preflight.yml")) as handle:
-        tasks = yaml.safe_load(handle)
-    assert [tuple(task["vars"]["_%s_checked" % step]) for task in tasks if "_%s_checked" % step in task.get("vars", {})] == [names]
 
 
 @pytest.mark.parametrize("step, name, value, quoted", [
@@ -110,10 +102,8 @@ def check_iam(**overrides):
     return FilterModule().filters()["input_problems"](dict(IAM, **overrides), "iam")
 
 
-def test_iam_good_inputs_have_no_problem_and_the_preflight_hands_over_every_name():
+def test_iam_good_inputs_have_no_problem():
     assert set(IAM) == set(step_checks.IAM) and check_iam() == []
-    with open(os.path.join(ROOT, "roles", "iam", "tasks", "preflight.yml")) as handle:
-        assert [tuple(task["vars"]["_iam_checked"]) for task in yaml.safe_load(handle)] == [step_checks.IAM]
 
 
 @pytest.mark.parametrize("name, value, quoted", [
@@ -166,12 +156,8 @@ def check_aws(step, context=None, **overrides):
 
 
 @pytest.mark.parametrize("step", ["eks_cluster", "nodegroups"])
-def test_aws_good_inputs_have_no_problem_and_the_preflight_hands_over_every_name(step):
-    names = getattr(step_checks, step.upper())
-    assert set({"eks_cluster": EKS, "nodegroups": NODEGROUPS}[step]) == set(names) and check_aws(step) == []
-    with open(os.path.join(ROOT, "roles", step, "tasks", "preflight.yml")) as handle:
-        tasks = yaml.safe_load(handle)
-    assert [tuple(task["vars"]["_%s_checked" % step]) for task in tasks if "_%s_checked" % step in task.get("vars", {})] == [names]
+def test_aws_good_inputs_have_no_problem(step):
+    assert set({"eks_cluster": EKS, "nodegroups": NODEGROUPS}[step]) == set(getattr(step_checks, step.upper())) and check_aws(step) == []
 
 
 @pytest.mark.parametrize("name, value, quoted", [
@@ -218,10 +204,3 @@ def test_nodegroups_names_role_and_timeout():
     assert "nodegroups_instance_role_arn" in check_aws("nodegroups", nodegroups_instance_role_arn="arn:aws:iam::1:role/x")[0]
     assert '"999h"' in check_aws("nodegroups", nodegroups_timeout="999h")[0]
     assert '{"name": "cpu"}' in check_aws("nodegroups", nodegroups_groups={"name": "cpu"})[0]
-
-
-def test_the_filter_documents_every_step_it_checks():
-    from ansible_collections.trainfleet.training.plugins.filter.checks import STEPS  # pylint: disable=import-outside-toplevel
-    with open(os.path.join(ROOT, "plugins", "filter", "input_problems.yml")) as handle:
-        documented = yaml.safe_load(handle)["DOCUMENTATION"]["options"]["step"]["choices"]
-    assert sorted(documented) == sorted(STEPS)

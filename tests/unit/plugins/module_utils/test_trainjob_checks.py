@@ -8,17 +8,13 @@ tests/unit/roles/test_pytorchjob_template.py (BAD_INPUTS, OPT_IN_INPUTS) and tes
 
 from __future__ import absolute_import, division, print_function
 
-import os
-
 import pytest
-import yaml
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainfleet.training.plugins.filter.checks import FilterModule
 from ansible_collections.trainfleet.training.plugins.module_utils.trainjob_checks import NAMES, problems
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 S3 = {"kind": "s3", "endpoint_url": ""}
 
 # What the inventories hand over, roughly: every value good.
@@ -57,14 +53,10 @@ def check(check_mode=False, cluster_available=True, object_store=None, **overrid
                                               "object_store": S3 if object_store is None else object_store})
 
 
-def test_good_inputs_have_no_problem_and_the_preflight_hands_over_every_name():
+def test_good_inputs_have_no_problem():
     assert set(GOOD) == set(NAMES)
     assert check() == []
     assert FilterModule().filters()["input_problems"](GOOD, "trainjob", {"object_store": S3}) == []
-    with open(os.path.join(ROOT, "roles", "trainjob", "tasks", "preflight.yml")) as handle:
-        tasks = yaml.safe_load(handle)
-    checked = [task for task in tasks if "_trainjob_checked" in task.get("vars", {})]
-    assert len(checked) == 1 and tuple(checked[0]["vars"]["_trainjob_checked"]) == NAMES
 
 
 def test_a_missing_input_is_named():
