@@ -141,6 +141,13 @@ def test_a_server_without_authentication_stays_on_loopback_unless_asked(step, ad
     assert check(step, **{address: "127.0.0.2"}) == []
 
 
+def test_a_debian_mirror_url_is_taken():
+    """The Jinja check this replaced failed on any mirror at all (its regex did not compile: bad escape \\Z)."""
+    assert check("kind_images", kind_images_debian_mirror="http://deb.example/debian") == []
+    assert check("kind_images", kind_images_debian_mirror="https://mirror.example:8443/debian/") == []
+    assert check("kind_images", kind_images_debian_mirror="http://deb.example/debian\"x")
+
+
 def test_the_preflights_keep_the_checks_that_look_at_this_machine():
     """What needs this machine (apt-cache, moto's Python, the kind binary, the node image) stays a task."""
     for role, name in (("local_registry", "Look up the package versions"), ("local_aws", "Check the Python that runs moto server"),
