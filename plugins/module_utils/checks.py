@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import re
 
 DIGITS = re.compile(r"^[0-9]+\Z")
@@ -31,6 +32,12 @@ BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
 ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/?\Z")
 REPOSITORY = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+\Z")
 DOTDOT = re.compile(r"(^|/)\.\.(/|\Z)")
+# A repository path without a registry host (trainfleet/registry), and a Debian package name.
+REPOSITORY_PATH = re.compile(r"^[a-z0-9]+([._/-][a-z0-9]+)*\Z")
+DEBIAN_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*\Z")
+# An IPv4 address, as a part of other patterns (a CIDR, an address alone).
+OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+IPV4 = r"(%s\.){3}%s" % (OCTET, OCTET)
 
 
 def q(value):
@@ -75,6 +82,20 @@ def found(pattern, value):
 def optional(pattern, value):
     """"" or a string that matches."""
     return value == "" or matches(pattern, value)
+
+
+def absolute(value):
+    """`value is abs`, for a string; any other value is not."""
+    return isinstance(value, str) and os.path.isabs(value)
+
+
+def unique(values):
+    """`values | unique`: each value once, in the order first seen."""
+    out = []
+    for value in values:
+        if value not in out:
+            out.append(value)
+    return out
 
 
 def is_list(value):

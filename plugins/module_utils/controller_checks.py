@@ -16,7 +16,8 @@ import os
 import re
 
 from ansible_collections.trainfleet.training.plugins.module_utils.checks import (
-    DNS_1123_LABEL, DNS_LABEL_63, DOTDOT, DOT_OR_DOTDOT, first, is_list, matches, q, text, to_int, whole)
+    DEBIAN_PACKAGE, DNS_1123_LABEL, DNS_LABEL_63, DOTDOT, DOT_OR_DOTDOT, REPOSITORY_PATH, absolute, first, is_list, matches, q, text,
+    to_int, whole)
 
 VERSION = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+\Z")
 MODULE = re.compile(r"^[a-z0-9.-]+(/[A-Za-z0-9._-]+)+\Z")
@@ -24,11 +25,9 @@ PACKAGE = re.compile(r"^[A-Za-z0-9._/-]+\Z")
 OVERLAY = re.compile(r"^manifests/[A-Za-z0-9._/-]+\Z")
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEPLOYMENT = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
-REPOSITORY = re.compile(r"^[a-z0-9]+([._/-][a-z0-9]+)*\Z")
 IMAGE = re.compile(r"^[a-z0-9][A-Za-z0-9._:/@-]*\Z")
 REVISION = re.compile(r"^[0-9]{1,4}\Z")
 WEIGHT = re.compile(r"^[0-9]{1,5}\Z")
-DEBIAN_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*\Z")
 VOLCANO_MANIFEST = re.compile(r"^installer/[A-Za-z0-9._/-]+\.yaml\Z")
 RESOURCE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9_.]*[a-z0-9])?\Z")
 QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?([mkMGTPE]|[KMGTPE]i)?\Z")
@@ -39,7 +38,7 @@ def _common(v, p):
     module, namespace = v[p + "_module"], v[p + "_namespace"]
     ok = (v[p + "_state"] in ("present", "absent") and matches(VERSION, v[p + "_version"])
           and matches(MODULE, module) and not DOT_OR_DOTDOT.search(module)
-          and isinstance(v[p + "_cache_dir"], str) and os.path.isabs(v[p + "_cache_dir"])
+          and absolute(v[p + "_cache_dir"])
           and 0 < to_int(v[p + "_build_timeout"]) <= 14400 and 0 < to_int(v[p + "_wait_timeout"]) <= 3600
           and 0 < to_int(v[p + "_wait_delay"]) <= 300 and text(v[p + "_field_manager"]) != "")
     said = ("%s_state must be present|absent (got %s), %s_version a tag like v1.9.3 (got %s), %s_module a Go module path (got %s), "
@@ -97,7 +96,7 @@ def _names(p, own):
 
 def _training_operator(v):
     p = "training_operator"
-    own = (matches(DEBIAN_PACKAGE, v[p + "_init_package"]) and matches(REPOSITORY, v[p + "_init_image_repository"]),
+    own = (matches(DEBIAN_PACKAGE, v[p + "_init_package"]) and matches(REPOSITORY_PATH, v[p + "_init_image_repository"]),
            "%s_init_package a Debian package name (got %s), %s_init_image_repository a lowercase repository (got %s)"
            % (p, q(v[p + "_init_package"]), p, q(v[p + "_init_image_repository"])))
     problem = _invalid(p, (_common(v, p), _manifests(v, p), own)) or _tolerance(v, p, "the operator's")
@@ -125,7 +124,7 @@ def training_operator_problems(values, context=None):
 def _mpi_operator(v):
     p = "mpi_operator"
     image = v[p + "_image"]
-    own = (isinstance(image, str) and (image == "" or IMAGE.match(image)) and matches(REPOSITORY, v[p + "_image_repository"])
+    own = (isinstance(image, str) and (image == "" or IMAGE.match(image)) and matches(REPOSITORY_PATH, v[p + "_image_repository"])
            and matches(REVISION, text(v[p + "_image_revision"])) and v[p + "_gang_scheduler"] in ("", "volcano")
            and isinstance(v[p + "_resources"], dict),
            "%s_image empty or an image reference (got %s), %s_image_repository a lowercase repository (got %s), "
@@ -166,7 +165,7 @@ def _volcano(v):
     validity, renew = to_int(v[p + "_cert_validity_days"]), to_int(v[p + "_cert_renew_before_days"])
     own = (matches(VOLCANO_MANIFEST, manifest) and not DOT_OR_DOTDOT.search(manifest)
            and isinstance(images, dict) and not set(images) - set(components) and all(matches(IMAGE, i) for i in images.values())
-           and matches(REPOSITORY, v[p + "_image_repository_prefix"]) and matches(REVISION, text(v[p + "_image_revision"]))
+           and matches(REPOSITORY_PATH, v[p + "_image_repository_prefix"]) and matches(REVISION, text(v[p + "_image_revision"]))
            and is_list(admissions) and len(admissions) > 0 and not set(admissions) - set(upstream)
            and isinstance(conf, str) and re.search(r"(?m)^actions:", conf) is not None
            and isinstance(resources, dict) and sorted(resources) == sorted(components)

@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.trainfleet.training.plugins.module_utils.checks import q
+from ansible_collections.trainfleet.training.plugins.module_utils.checks import q, unique
 
 GANG_VERBS = ("create", "get", "list", "watch", "update", "delete")
 # What the PyTorchJob controller never needs: the other job kinds and what would let it escalate.
@@ -37,14 +37,6 @@ def _rules(resources, name):
 
 def _all(rules, key):
     return [item for rule in rules for item in rule.get(key, [])]
-
-
-def _unique(values):
-    out = []
-    for value in values:
-        if value not in out:
-            out.append(value)
-    return out
 
 
 def _pod(deployment):
@@ -123,7 +115,7 @@ def volcano(resources, c):
     deployments = _of(resources, "Deployment")
     pods = [_pod(d) for d in deployments]
     containers = [container for pod in pods for container in pod.get("containers", [])]
-    namespaces = _unique(r["metadata"]["namespace"] for r in resources if "namespace" in r.get("metadata", {}))
+    namespaces = unique(r["metadata"]["namespace"] for r in resources if "namespace" in r.get("metadata", {}))
     webhooks = _names(resources, "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
     crds = _names(resources, "CustomResourceDefinition")
     deployment_names = [d["metadata"]["name"] for d in deployments]
@@ -133,9 +125,9 @@ def volcano(resources, c):
           and _names(resources, "Namespace") == [c["namespace"]]
           and sorted(webhooks) == sorted(c["webhook_names"])
           and sorted(x.get("image", "") for x in containers) == sorted(c["images"].values())
-          and _unique(x.get("imagePullPolicy", "") for x in containers) == ["IfNotPresent"]
-          and _unique(x.get("securityContext", {}).get("allowPrivilegeEscalation", True) for x in containers) == [False]
-          and _unique(p.get("securityContext", {}).get("runAsNonRoot", False) for p in pods) == [True]
+          and unique(x.get("imagePullPolicy", "") for x in containers) == ["IfNotPresent"]
+          and unique(x.get("securityContext", {}).get("allowPrivilegeEscalation", True) for x in containers) == [False]
+          and unique(p.get("securityContext", {}).get("runAsNonRoot", False) for p in pods) == [True]
           and not [v for p in pods for v in p.get("volumes", []) if "hostPath" in v]
           and set(VOLCANO_CRDS) <= set(crds)
           and not set(_all(_rules(resources, "volcano-admission"), "resources")) & {"certificatesigningrequests", "secrets"})

@@ -12,6 +12,7 @@ The messages are the ones roles/teardown prints.
 
 from __future__ import annotations
 
+from ansible_collections.trainfleet.training.plugins.module_utils.checks import unique
 from ansible_collections.trainfleet.training.plugins.module_utils.errors import TrainfleetError
 from ansible_collections.trainfleet.training.plugins.module_utils.jobkinds import KINDS
 
@@ -216,14 +217,6 @@ def foreign_content(content, other_jobs, marked):
     return out
 
 
-def _unique(items):
-    out = []
-    for item in items:
-        if item not in out:
-            out.append(item)
-    return out
-
-
 def _names_only(objects):
     """Secrets reduced to what the sort needs: their values never leave the reader's call."""
     return [dict(metadata=dict((k, v) for k, v in _meta(o).items() if k in ("name", "namespace", "ownerReferences")),
@@ -264,7 +257,7 @@ def gather(reader, namespaces, job_kinds, storage_class_names, training_operator
     kept += operator["kept"]
     kept_why += operator["kept_why"]
 
-    candidates = _unique(namespaces + ([operator_namespace] if operator["remove"] else []))
+    candidates = unique(namespaces + ([operator_namespace] if operator["remove"] else []))
     found = [n for n in (reader.get("v1", "Namespace", ns) for ns in candidates) if n]
     marked, kept_namespaces = sort_namespaces(found)
     kept += kept_namespaces

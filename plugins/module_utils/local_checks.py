@@ -13,19 +13,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import re
 
 from ansible_collections.trainfleet.training.plugins.module_utils.checks import (
-    DNS_LABEL_63, first, is_list, length, matches, q, text, to_int, whole)
+    DEBIAN_PACKAGE, DNS_LABEL_63, IPV4, REPOSITORY_PATH, absolute, first, is_list, length, matches, q, text, to_int, whole)
 from ansible_collections.trainfleet.training.plugins.module_utils.pod_settings import to_bool
 
-IPV4 = re.compile(r"^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}\Z")
+IPV4_ADDRESS = re.compile(r"^%s\Z" % IPV4)
 LOOPBACK = re.compile(r"^127\.")
 DOCKER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]+\Z")
 DOCKER_NETWORK = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*\Z")
-REPOSITORY = re.compile(r"^[a-z0-9]+([._/-][a-z0-9]+)*\Z")
-DEBIAN_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*\Z")
 CLUSTER_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?\Z")
 CIDR = re.compile(r"^\d+\.\d+\.\d+\.\d+/\d+\Z")
 LOG_SIZE = re.compile(r"^[1-9][0-9]*(Ki|Mi|Gi)\Z")
@@ -39,11 +36,6 @@ PINNED_NODE = re.compile(r"^[a-z0-9./_-]+:v1\.\d+\.\d+@sha256:[0-9a-f]{64}\Z")
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}\Z")
 MIRROR_URL = re.compile(r"^https?://[^\s\"'\\]+\Z")
 SUITE = re.compile(r"^[a-z]+\Z")
-
-
-def _abs(value):
-    """`value is abs`."""
-    return isinstance(value, str) and os.path.isabs(value)
 
 
 def _between(value, low, high):
@@ -70,8 +62,8 @@ def _registry(v):
     ok = (v[p + "_state"] in ("present", "absent") and matches(DOCKER_NAME, v[p + "_name"])
           and matches(DOCKER_NETWORK, v[p + "_network"]) and matches(DOCKER_NAME, v[p + "_volume"])
           and _between(v[p + "_port"], 1, 65535) and _between(v[p + "_host_port"], 1, 65535)
-          and matches(IPV4, v[p + "_bind_address"]) and matches(REPOSITORY, v[p + "_image_repository"])
-          and _abs(v[p + "_cache_dir"]) and is_list(packages) and "docker-registry" in packages
+          and matches(IPV4_ADDRESS, v[p + "_bind_address"]) and matches(REPOSITORY_PATH, v[p + "_image_repository"])
+          and absolute(v[p + "_cache_dir"]) and is_list(packages) and "docker-registry" in packages
           and all(matches(DEBIAN_PACKAGE, package) for package in packages)
           and v[p + "_log_level"] in ("error", "warn", "info", "debug") and _between(v[p + "_wait_timeout"], 1, 600))
     if ok:
@@ -102,8 +94,8 @@ def local_registry_problems(values, context=None):
 
 def _aws(v):
     p = "local_aws"
-    ok = (v[p + "_state"] in ("present", "absent") and _between(v[p + "_port"], 1, 65535) and matches(IPV4, v[p + "_host"])
-          and all(_abs(v[p + suffix]) for suffix in ("_python", "_run_dir", "_pidfile", "_logfile"))
+    ok = (v[p + "_state"] in ("present", "absent") and _between(v[p + "_port"], 1, 65535) and matches(IPV4_ADDRESS, v[p + "_host"])
+          and all(absolute(v[p + suffix]) for suffix in ("_python", "_run_dir", "_pidfile", "_logfile"))
           and _between(v[p + "_wait_timeout"], 1, 600) and _between(v[p + "_stop_timeout"], 1, 600)
           and matches(DOCKER_NETWORK, v[p + "_pod_network"]))
     if ok:
@@ -138,7 +130,7 @@ def _mirrors(mirrors):
 def _cluster(v):
     p = "kind_cluster"
     ok = (v[p + "_state"] in ("present", "absent") and matches(CLUSTER_NAME, v[p + "_name"]) and _between(v[p + "_workers"], 0, 10)
-          and _abs(v[p + "_kubeconfig"]) and _abs(v[p + "_kind_bin"])
+          and absolute(v[p + "_kubeconfig"]) and absolute(v[p + "_kind_bin"])
           and matches(CIDR, v[p + "_pod_subnet"]) and matches(CIDR, v[p + "_service_subnet"]) and _mirrors(v[p + "_registry_mirrors"])
           and _between(v[p + "_create_timeout"], 60, 3600) and _between(v[p + "_ready_timeout"], 30, 3600)
           and whole(v[p + "_coredns_node_lost_toleration_seconds"], 1, 3600)
@@ -198,7 +190,7 @@ def _versions(v):
     ok = (matches(VERSION, v[p + "_kind_version"]) and matches(re.compile(r"^v1\.\d+\.\d+\Z"), v[p + "_kubernetes_version"])
           and matches(re.compile(r"^v3\.\d+\.\d+\Z"), v[p + "_etcd_version"]) and matches(VERSION, v[p + "_coredns_version"])
           and (v[p + "_containerd_version"] == "debian" or matches(VERSION, v[p + "_containerd_version"]))
-          and matches(re.compile(r"^\d+\.\d+\Z"), text(v[p + "_pause_version"])) and _abs(v[p + "_cache_dir"])
+          and matches(re.compile(r"^\d+\.\d+\Z"), text(v[p + "_pause_version"])) and absolute(v[p + "_cache_dir"])
           and matches(SUITE, v[p + "_debian_suite"]) and matches(SUITE, v[p + "_trainer_debian_suite"])
           and all(matches(NAME_TAG, v[p + suffix]) for suffix in ("_node_image", "_debian_base_image", "_trainer_base_image", "_init_image"))
           and _sequence(v[p + "_extra_images"]) and _between(v[p + "_build_timeout"], 60, 14400))

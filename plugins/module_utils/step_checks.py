@@ -13,7 +13,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.trainfleet.training.plugins.module_utils.checks import (
-    BUCKET, DNS_1123_LABEL, DNS_LABEL_63, DOT_OR_DOTDOT, MOUNT_PATH, REPOSITORY, first, is_list, length, matches, q, text,
+    BUCKET, DNS_1123_LABEL, DNS_LABEL_63, DOT_OR_DOTDOT, IPV4, MOUNT_PATH, REPOSITORY, first, is_list, length, matches, q, text,
     to_int)
 from ansible_collections.trainfleet.training.plugins.module_utils.pod_settings import to_bool
 
@@ -285,7 +285,6 @@ EKS_NAME = re.compile(r"^[a-zA-Z][-a-zA-Z0-9]{0,99}\Z")
 AWS_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]\Z")
 EKS_VERSION = re.compile(r"^1\.[0-9]+\Z")
 EKSCTL_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+\Z")
-IPV4 = r"((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 VPC_CIDR = re.compile(r"^%s/(1[6-9]|2[0-8])\Z" % IPV4)
 IPV4_CIDR = re.compile(r"^%s/([0-9]|[12][0-9]|3[0-2])\Z" % IPV4)
 DURATION = re.compile(r"^([1-9][0-9]{0,4})([smh])\Z")

@@ -15,7 +15,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.trainfleet.training.plugins.module_utils.checks import (
-    BUCKET, DNS_1035, DNS_1123_LABEL, DNS_1123_SUBDOMAIN, ENDPOINT, LABEL_VALUE, REPOSITORY, first, is_list, length, matches,
+    BUCKET, DNS_1035, DNS_1123_LABEL, DNS_1123_SUBDOMAIN, ENDPOINT, IPV4, LABEL_VALUE, REPOSITORY, first, is_list, length, matches,
     optional, q, quantity, text, to_int)
 from ansible_collections.trainfleet.training.plugins.module_utils.pod_settings import to_bool
 
@@ -30,9 +30,7 @@ VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+\Z")
 PYTHON = re.compile(r"^3\.[0-9]+\Z")
 KUBECTL = re.compile(r"^[A-Za-z0-9_./+@-]+\Z")
 LINE_BREAK = re.compile(r"[\n\r]")
-OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-CIDR = re.compile(r"^(((%s\.){3}%s/([0-9]|[12][0-9]|3[0-2]))|([0-9a-fA-F:]+:[0-9a-fA-F:]*/([0-9]|[1-9][0-9]|1[01][0-9]|12[0-8])))\Z"
-                  % (OCTET, OCTET))
+CIDR = re.compile(r"^((%s/([0-9]|[12][0-9]|3[0-2]))|([0-9a-fA-F:]+:[0-9a-fA-F:]*/([0-9]|[1-9][0-9]|1[01][0-9]|12[0-8])))\Z" % IPV4)
 EVERYWHERE = re.compile(r"^(0\.0\.0\.0/0|::/0)\Z")
 TENSORBOARD_FLAG = re.compile(r"^--[a-z_]+(=[A-Za-z0-9_.,:/=-]*)?\Z")
 # TensorBoard's flags the role sets (--path_prefix breaks the probes)
