@@ -4,6 +4,7 @@
 """Filters of the train step's pods: trainjob_pod, a job's pod settings (module_utils/pod_settings.py);
 trainjob_prepull_plan and trainjob_prepull_pods, the image pre-pull's nodes and pods (module_utils/prepull.py);
 node_lost_tolerations, the same node-lost tolerations for the controllers the platform installs;
+controller_pod_patch, the JSON-patch operations of such a controller's restricted pod;
 pods_blocked, the containers that will not start without a human (jobkinds.waiting_is_fatal), for waits
 written in YAML."""
 
@@ -33,6 +34,13 @@ def node_lost_tolerations(seconds):
         raise AnsibleFilterError("node_lost_tolerations: %s" % exc.msg)
 
 
+def controller_pod_patch(image, resources, readiness_probe, node_lost_toleration_seconds, run_as=_pod_settings.CONTROLLER_RUN_AS):
+    try:
+        return _pod_settings.controller_patch(image, resources, readiness_probe, node_lost_toleration_seconds, run_as)
+    except PodSettingsError as exc:
+        raise AnsibleFilterError("controller_pod_patch: %s" % exc.msg)
+
+
 def trainjob_prepull_plan(nodes, tolerations, image):
     return plan(nodes, tolerations, image)
 
@@ -60,4 +68,4 @@ class FilterModule(object):
     def filters(self):
         return {"trainjob_pod": trainjob_pod, "trainjob_prepull_plan": trainjob_prepull_plan,
                 "trainjob_prepull_pods": trainjob_prepull_pods, "node_lost_tolerations": node_lost_tolerations,
-                "pods_blocked": pods_blocked}
+                "controller_pod_patch": controller_pod_patch, "pods_blocked": pods_blocked}

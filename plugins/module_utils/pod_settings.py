@@ -17,6 +17,8 @@ DaemonSet, and module_utils/torchx_request.py calls it for TorchX's Volcano Job:
   the user's;
 - ``pod_security_context`` / ``container_security_context``: the restricted defaults with the
   user's keys merged over them the way Ansible's ``combine(recursive=true)`` does;
+- ``controller_patch``: the JSON-patch operations of a restricted controller pod (image, resources,
+  readiness, security contexts, node-lost tolerations) for the volcano and mpi_operator kustomizations;
 - ``output_dir``, ``trainer_args``, ``trainer_env``: the trainer's --output-dir, arguments and
   environment (S3 credentials only through a Secret's secretKeyRef);
 - ``pod_settings(settings)``: all of the above from one dict of job settings (the trainjob role's
@@ -247,6 +249,35 @@ def container_security_context(overrides=None):
     overrides = _dict(overrides, "container_security_context")
     base = {"allowPrivilegeEscalation": implies_privilege_escalation(overrides), "capabilities": {"drop": ["ALL"]}}
     return combine(base, overrides)
+
+
+CONTROLLER_RUN_AS = 65532
+
+
+def controller_patch(image, resources, readiness_probe, node_lost_toleration_seconds,  # pylint: disable=redefined-outer-name
+                     run_as=CONTROLLER_RUN_AS):
+    """The JSON-patch (RFC 6902) operations that make container 0 of a controller's Deployment a
+    restricted pod, for the kustomizations of the controllers the platform installs (volcano,
+    mpi_operator; the filter trainfleet.training.controller_pod_patch):
+
+    image (replace), imagePullPolicy IfNotPresent, resources, readinessProbe (both as given), the
+    container securityContext (no privilege escalation, every capability dropped, read-only root),
+    the pod securityContext (non-root as run_as:run_as, RuntimeDefault seccomp) and the node-lost
+    tolerations of node_lost_toleration_seconds. The paths differ, so the order does not matter to
+    the patched object; a template adds its own operations (args, ports, volumes) after these.
+    """
+    container = "/spec/template/spec/containers/0/"
+    return [
+        {"op": "replace", "path": container + "image", "value": copy.deepcopy(image)},
+        {"op": "add", "path": container + "imagePullPolicy", "value": "IfNotPresent"},
+        {"op": "add", "path": container + "resources", "value": copy.deepcopy(resources)},
+        {"op": "add", "path": container + "readinessProbe", "value": copy.deepcopy(readiness_probe)},
+        {"op": "add", "path": container + "securityContext",
+         "value": container_security_context({"readOnlyRootFilesystem": True})},
+        {"op": "add", "path": "/spec/template/spec/securityContext", "value": pod_security_context(run_as, run_as)},
+        {"op": "add", "path": "/spec/template/spec/tolerations",
+         "value": node_lost_tolerations([], node_lost_toleration_seconds)},
+    ]
 
 
 def output_dir(trainer_output_dir, s3_bucket, s3_prefix, name):

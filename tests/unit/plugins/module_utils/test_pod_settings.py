@@ -522,3 +522,76 @@ def test_pod_settings_lists_every_missing_key():
 def test_pod_settings_refuses_bad_settings(settings, message):
     with pytest.raises(ps.PodSettingsError, match=message):
         ps.pod_settings(settings)
+
+
+# --------------------------------------------------------------------------- a controller's pod patch
+# Expected: what roles/volcano/templates/kustomization.yaml.j2 and roles/mpi_operator/templates/
+# kustomization.yaml.j2 wrote by hand for a controller's Deployment before they called controller_patch.
+
+CONTROLLER_CONTAINER = "/spec/template/spec/containers/0/"
+TCP_PROBE = {"tcpSocket": {"port": 8443}, "periodSeconds": 5}
+
+
+def controller_ops(image, resources, probe, seconds, run_as=65532):
+    return [
+        {"op": "replace", "path": CONTROLLER_CONTAINER + "image", "value": image},
+        {"op": "add", "path": CONTROLLER_CONTAINER + "imagePullPolicy", "value": "IfNotPresent"},
+        {"op": "add", "path": CONTROLLER_CONTAINER + "resources", "value": resources},
+        {"op": "add", "path": CONTROLLER_CONTAINER + "readinessProbe", "value": probe},
+        {"op": "add", "path": CONTROLLER_CONTAINER + "securityContext",
+         "value": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True}},
+        {"op": "add", "path": "/spec/template/spec/securityContext",
+         "value": {"runAsNonRoot": True, "runAsUser": run_as, "runAsGroup": run_as, "seccompProfile": {"type": "RuntimeDefault"}}},
+        {"op": "add", "path": "/spec/template/spec/tolerations",
+         "value": [node_lost(NOT_READY, seconds), node_lost(UNREACHABLE, seconds)]},
+    ]
+
+
+@pytest.mark.parametrize("image, resources, probe, seconds, expected_seconds", [
+    pytest.param("trainfleet/vc-scheduler:v1.10.0-r1", {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                 {"tcpSocket": {"port": 11251}, "periodSeconds": 5}, 30, 30, id="volcano-scheduler"),
+    pytest.param("trainfleet/mpi-operator:v0.6.0-r1",
+                 {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+                 {"httpGet": {"path": "/healthz", "port": "healthz"}, "periodSeconds": 10}, "45", 45,
+                 id="mpi-operator-seconds-as-text"),
+    pytest.param("team\n---\napiVersion: v1\nkind: Secret", {}, TCP_PROBE, 0, 0, id="hostile-image-as-given"),
+])
+def test_controller_patch(image, resources, probe, seconds, expected_seconds):
+    assert ordered(ps.controller_patch(image, resources, probe, seconds)) == ordered(
+        controller_ops(image, resources, probe, expected_seconds))
+
+
+def test_controller_patch_runs_as_the_given_id():
+    ops = {op["path"]: op["value"] for op in ps.controller_patch("img", {}, TCP_PROBE, 30, run_as="1000")}
+    assert ops["/spec/template/spec/securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def test_controller_patch_does_not_share_its_inputs():
+    resources, probe = {"requests": {"cpu": "1"}}, {"tcpSocket": {"port": 1}}
+    ops = ps.controller_patch("img", resources, probe, 30)
+    ops[2]["value"]["requests"]["cpu"] = "2"
+    ops[3]["value"]["tcpSocket"]["port"] = 2
+    assert resources == {"requests": {"cpu": "1"}} and probe == {"tcpSocket": {"port": 1}}
+    assert ps.controller_patch("img", resources, probe, 30) == ps.controller_patch("img", resources, probe, 30)
+
+
+@pytest.mark.parametrize("seconds, run_as, message", [
+    pytest.param(None, 65532, "node_lost_toleration_seconds must be an integer", id="seconds-none"),
+    pytest.param("soon", 65532, "node_lost_toleration_seconds must be an integer", id="seconds-text"),
+    pytest.param(30, "nobody", "run_as_user must be an integer", id="run-as-name"),
+])
+def test_controller_patch_refuses_bad_numbers(seconds, run_as, message):
+    with pytest.raises(ps.PodSettingsError, match=message):
+        ps.controller_patch("img", {}, TCP_PROBE, seconds, run_as)
+
+
+def test_controller_pod_patch_filter():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.trainfleet.training.plugins.filter.pod import FilterModule
+
+    controller_pod_patch = FilterModule().filters()["controller_pod_patch"]
+    assert ordered(controller_pod_patch("img", resources={}, readiness_probe=TCP_PROBE, node_lost_toleration_seconds=30)) == ordered(
+        controller_ops("img", {}, TCP_PROBE, 30))
+    with pytest.raises(AnsibleFilterError, match="^controller_pod_patch: node_lost_toleration_seconds must be an integer"):
+        controller_pod_patch("img", {}, TCP_PROBE, "soon")
