@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 """Role docker_engine: the runc wrapper changes kind node containers only.
 
-The template is rendered with a fake runc (a shell script that records its arguments) and a fake
-Docker data root (containers/<id>/config.v2.json with the labels and image Docker records), then
-run the way containerd's shim runs a runtime: `<runtime> [global flags] create --bundle DIR ... ID`
-or `exec --process FILE ... ID`. Nothing here needs Docker or root.
+The wrapper (roles/docker_engine/files/runc-capclamp.py) is installed the way the role installs
+it: a copy, and beside it <wrapper>.json with the content tasks/capclamp.yml writes, naming a fake
+runc (a script that records its arguments) and a fake Docker data root (containers/<id>/config.v2.json
+with the labels and image Docker records). It is then run the way containerd's shim runs a runtime:
+`<runtime> [global flags] create --bundle DIR ... ID` or `exec --process FILE ... ID`. Nothing here
+needs Docker or root.
 """
 
 from __future__ import annotations
@@ -13,16 +15,19 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 
 import jinja2
 import pytest
+import yaml
 
 from ansible.plugins.filter.core import FilterModule as CoreFilters
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-TEMPLATES = os.path.join(ROOT, "roles", "docker_engine", "templates")
+WRAPPER = os.path.join(ROOT, "roles", "docker_engine", "files", "runc-capclamp.py")
+CAPCLAMP_TASKS = os.path.join(ROOT, "roles", "docker_engine", "tasks", "capclamp.yml")
 KIND_ID = "a" * 64
 BUILD_ID = "b" * 64
 OTHER_ID = "c" * 64
@@ -48,13 +53,34 @@ def bounding_set():
     return ["CAP_" + name for bit, name in enumerate(CAPABILITIES) if mask & (1 << bit)]
 
 
-def render(**variables):
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), trim_blocks=True, undefined=jinja2.StrictUndefined)
+def settings_content(**variables):
+    """The wrapper's configuration as the role writes it: capclamp.yml's own content expression, rendered."""
+    with open(CAPCLAMP_TASKS, encoding="utf-8") as handle:
+        tasks = yaml.safe_load(handle)
+    [content] = [task["ansible.builtin.copy"]["content"] for task in tasks
+                 if task.get("ansible.builtin.copy", {}).get("dest") == "{{ docker_engine_capclamp_path }}.json"]
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     env.filters.update(CoreFilters().filters())
     values = {"docker_engine_runc_path": "/usr/bin/runc", "_docker_engine_data_root": "/var/lib/docker",
               "docker_engine_capclamp_images": ["trainfleet/kind-node-base", "trainfleet/kind-node"]}
     values.update(variables)
-    return env.get_template("runc-capclamp.j2").render(**values)
+    return env.from_string(content).render(**values)
+
+
+def render(wrapper, **variables):
+    """Install the wrapper at wrapper (a path under tmp_path) as the role does: a copy of
+    files/runc-capclamp.py (mode 0755) and <wrapper>.json beside it (mode 0644). Returns wrapper."""
+    wrapper.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(WRAPPER, str(wrapper))
+    wrapper.chmod(0o755)
+    config = settings_path(wrapper)
+    config.write_text(settings_content(**variables))
+    config.chmod(0o644)
+    return wrapper
+
+
+def settings_path(wrapper):
+    return wrapper.with_name(wrapper.name + ".json")
 
 
 def process_spec():
@@ -64,7 +90,7 @@ def process_spec():
 
 
 class Host(object):
-    """A fake Docker data root, bundle directory and runc; run() invokes the rendered wrapper."""
+    """A fake Docker data root, bundle directory and runc; run() invokes the installed wrapper."""
 
     def __init__(self, tmp_path):
         self.tmp = tmp_path
@@ -75,10 +101,9 @@ class Host(object):
         self.runc.write_text("#!%s -I\nimport json, sys\nwith open(%r, 'w') as out:\n    json.dump(sys.argv[1:], out)\n"
                              % (sys.executable, str(self.record)))
         self.runc.chmod(0o755)
-        self.wrapper = tmp_path / "libexec" / "runc-capclamp"
-        self.wrapper.parent.mkdir()
-        self.wrapper.write_text(render(docker_engine_runc_path=str(self.runc), _docker_engine_data_root=str(self.data_root)))
-        self.wrapper.chmod(0o755)
+        self.wrapper = render(tmp_path / "libexec" / "runc-capclamp",
+                              docker_engine_runc_path=str(self.runc), _docker_engine_data_root=str(self.data_root))
+        self.config = settings_path(self.wrapper)
         self.container(KIND_ID, labels={"io.x-k8s.kind.cluster": "trainfleet", "io.x-k8s.kind.role": "worker"},
                        image="trainfleet/kind-node:v1.32.2")
         self.container(BUILD_ID, labels={"trainfleet.versions": "x"}, image="trainfleet/kind-node-base:v1.32.2")
@@ -221,16 +246,123 @@ def test_missing_runc_is_reported(host):
     assert "runc-capclamp: cannot run %s" % host.runc in done.stderr
 
 
-def test_shebang_runs_python_isolated():
-    source = render()
+def test_shebang_runs_python_isolated(tmp_path):
+    source = render(tmp_path / "runc-capclamp").read_text()
     assert source.startswith("#!/usr/bin/python3 -I\n")
     assert "os.environ" not in source and "getenv" not in source
 
 
-def test_data_root_from_daemon_json_wins_over_the_default():
-    source = render(_docker_engine_data_root="/srv/docker")
-    assert 'DOCKER_DATA_ROOT = "/srv/docker"' in source
-    assert 'DOCKER_DATA_ROOT = "/var/lib/docker"' in render()
+def test_data_root_from_daemon_json_wins_over_the_default(tmp_path):
+    config = settings_path(render(tmp_path / "srv" / "runc-capclamp", _docker_engine_data_root="/srv/docker"))
+    assert json.loads(config.read_text())["DOCKER_DATA_ROOT"] == "/srv/docker"
+    default = settings_path(render(tmp_path / "default" / "runc-capclamp"))
+    assert json.loads(default.read_text()) == {"RUNC": "/usr/bin/runc", "DOCKER_DATA_ROOT": "/var/lib/docker",
+                                               "KIND_NODE_IMAGES": ["trainfleet/kind-node-base", "trainfleet/kind-node"]}
+
+
+@pytest.mark.parametrize("path", [
+    "/usr/bin/runc",
+    '/usr/bin/runc")\nimport os; os.system("id")  #',
+    "/x\\\"; __import__('os').system('id'); \"",
+], ids=["plain", "python-statement", "quotes"])
+def test_hostile_values_stay_one_json_string(tmp_path, path):
+    """The role writes the values as JSON data the wrapper only reads: each comes back verbatim,
+    the wrapper's code is the file of the role whatever the values."""
+    wrapper = render(tmp_path / "runc-capclamp", docker_engine_runc_path=path, _docker_engine_data_root=path,
+                     docker_engine_capclamp_images=[path])
+    assert json.loads(settings_path(wrapper).read_text()) == {"RUNC": path, "DOCKER_DATA_ROOT": path, "KIND_NODE_IMAGES": [path]}
+    with open(WRAPPER, "rb") as source:
+        assert wrapper.read_bytes() == source.read()
+
+
+# Every runc call the wrapper may get: a kind node's create and exec, another container's, others.
+EVERY_CALL = [
+    pytest.param(lambda host: shim_create(host.bundle(KIND_ID), KIND_ID), id="create-kind-node"),
+    pytest.param(lambda host: shim_create(host.bundle(OTHER_ID), OTHER_ID), id="create-other"),
+    pytest.param(lambda host: shim_exec(host.tmp / "process.json", KIND_ID), id="exec-kind-node"),
+    pytest.param(lambda host: ["state", KIND_ID], id="state"),
+    pytest.param(lambda host: ["--version"], id="version"),
+]
+
+
+def assert_refused(host, args, reason):
+    """The wrapper refused the call: exit 1, no runc, the reason on stderr, no spec changed."""
+    (host.tmp / "process.json").write_text(json.dumps(process_spec()))
+    specs = sorted(host.tmp.glob("run/*/config.json")) + [host.tmp / "process.json"]
+    before = [spec.read_bytes() for spec in specs]
+    done, argv = host.run(args)
+    assert done.returncode == 1, done.stderr
+    assert argv is None
+    assert "runc-capclamp: not running runc: configuration %s: " % host.config in done.stderr
+    assert reason in done.stderr
+    assert [spec.read_bytes() for spec in specs] == before
+
+
+@pytest.mark.parametrize("call", EVERY_CALL)
+def test_a_missing_configuration_stops_every_call(host, call):
+    """Fails closed: without <wrapper>.json nothing runs, not even runc for a container that is not a kind node."""
+    host.config.unlink()
+    assert_refused(host, call(host), "missing")
+
+
+DROP = object()  # a key the configuration lacks
+MALFORMED = {
+    "images-a-string": ({"KIND_NODE_IMAGES": "trainfleet/kind-node"}, "KIND_NODE_IMAGES must be a list of strings"),
+    "images-not-strings": ({"KIND_NODE_IMAGES": ["trainfleet/kind-node", 1]}, "KIND_NODE_IMAGES must be a list of strings"),
+    "runc-relative": ({"RUNC": "bin/runc"}, "RUNC must be an absolute path"),
+    "runc-a-list": ({"RUNC": ["/usr/bin/runc"]}, "RUNC must be an absolute path"),
+    "runc-null": ({"RUNC": None}, "RUNC must be an absolute path"),
+    "data-root-a-number": ({"DOCKER_DATA_ROOT": 5}, "DOCKER_DATA_ROOT must be an absolute path"),
+    "data-root-empty": ({"DOCKER_DATA_ROOT": ""}, "DOCKER_DATA_ROOT must be an absolute path"),
+    "key-missing": ({"RUNC": DROP}, "keys missing: RUNC"),
+    "key-unknown": ({"TRAINFLEET_RUNC": "/tmp/x"}, "unexpected: TRAINFLEET_RUNC"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_configuration_stops_every_call(host, case):
+    changes, reason = MALFORMED[case]
+    config = json.loads(host.config.read_text())
+    config.update(changes)
+    host.config.write_text(json.dumps({key: value for key, value in config.items() if value is not DROP}))
+    for call in EVERY_CALL:
+        assert_refused(host, call.values[0](host), reason)
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("{not json", "not JSON"), ("", "not JSON"), ("\xff", "not JSON"), ('["/usr/bin/runc"]', "not a JSON object"),
+], ids=["broken", "empty", "not-utf-8", "a-list"])
+def test_a_configuration_that_is_not_a_json_object_stops_every_call(host, text, reason):
+    host.config.write_bytes(text.encode("latin-1"))
+    for call in EVERY_CALL:
+        assert_refused(host, call.values[0](host), reason)
+
+
+def test_a_configuration_others_can_write_stops_every_call(host):
+    """It names the program the wrapper (root, under dockerd) execs: writable by its owner only."""
+    host.config.chmod(0o666)
+    assert_refused(host, ["state", KIND_ID], "writable by nobody else")
+    host.config.chmod(0o644)
+    done, argv = host.run(["state", KIND_ID])
+    assert done.returncode == 0 and argv == ["state", KIND_ID], done.stderr
+
+
+def test_a_configuration_naming_the_wrapper_as_runc_stops_every_call(host):
+    config = json.loads(host.config.read_text())
+    config["RUNC"] = str(host.wrapper)
+    host.config.write_text(json.dumps(config))
+    assert_refused(host, ["state", KIND_ID], "RUNC is this wrapper itself")
+
+
+def test_the_configuration_is_found_beside_the_wrapper_only(host):
+    """<wrapper>.json, from the wrapper's own path: not the working directory's, not a variable's."""
+    elsewhere = host.tmp / "elsewhere" / "runc-capclamp"
+    elsewhere.parent.mkdir()
+    shutil.copyfile(str(host.wrapper), str(elsewhere))
+    elsewhere.chmod(0o755)
+    shutil.copyfile(str(host.config), str(host.tmp / "runc-capclamp.json"))  # the wrapper runs in host.tmp
+    host.wrapper, host.config = elsewhere, settings_path(elsewhere)
+    assert_refused(host, ["state", KIND_ID], "missing")
 
 
 # --------------------------------------------------------------------------- removal (teardown)
@@ -297,6 +429,25 @@ def test_containers_created_with_the_wrapper_keep_it_and_are_named(tmp_path):
     assert exists
     assert "1 container(s) were created with the runtime trainfleet-runc" in out
     assert ("a" * 12) in out
+
+
+def test_the_configuration_goes_with_the_wrapper_after_dockerd_reloaded(tmp_path):
+    """<wrapper>.json stays as long as the wrapper does; both go after dockerd was told to reload
+    daemon.json (until then the wrapper is its default runtime), the wrapper first."""
+    config = {"default-runtime": "trainfleet-runc", "runtimes": {"trainfleet-runc": _ours(tmp_path)}}
+    settings = tmp_path / "libexec" / "runc-capclamp.json"
+    settings.parent.mkdir()
+    settings.write_text("{}")
+    result, exists, _out = _absent(tmp_path, config, users=["trainfleet-runc"])
+    assert exists and settings.exists()
+    shutil.rmtree(str(tmp_path / "docker" / "containers"))
+    result, exists, out = _absent(tmp_path, result, wrapper_exists=False)
+    assert result == {"default-runtime": "runc"}
+    assert not exists and not settings.exists()
+    role = "[trainfleet.training.docker_engine : "
+    reload = out.index("RUNNING HANDLER %sReload dockerd]" % role)
+    assert reload < out.index("TASK %sRemove the runtime wrapper]" % role) \
+        < out.index("TASK %sRemove the runtime wrapper's configuration]" % role)
 
 
 def test_someone_elses_default_runtime_and_runtimes_are_left(tmp_path):

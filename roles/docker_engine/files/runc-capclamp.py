@@ -1,4 +1,3 @@
-{# The wrapper runs with the host's python3 in isolated mode; this comment keeps the shebang on line 1 of the output. -#}
 #!/usr/bin/python3 -I
 """OCI runtime wrapper for hosts whose capability bounding set is restricted (trainfleet).
 
@@ -22,22 +21,27 @@ DIR is the working directory) and ``exec`` (``--process FILE``/``-p FILE``), the
 being the last argument (how containerd's shim calls runc).  When the spec of a kind node cannot
 be clamped the wrapper fails (exit 1, the reason on stderr) instead of starting it unclamped.
 
-Python runs isolated (-I: no PYTHON* variable, no user site, no script directory on sys.path);
-the paths below are fixed by the docker_engine role, no environment variable changes them.
+Python runs isolated (-I: no PYTHON* variable, no user site, no script directory on sys.path).
+The real runc, Docker's data root and the kind node images come from <this file>.json, which the
+docker_engine role installs beside the wrapper (root's, mode 0644): the path is found from the
+wrapper's own path, no environment variable changes it. A configuration that is missing,
+unreadable, not the wrapper owner's alone (another owner, group or world writable) or not of the
+expected types makes every invocation fail (exit 1, the reason on stderr): the wrapper never
+guesses, and never passes a kind node through unclamped for want of its configuration.
 """
 
+import collections
 import json
 import os
 import re
 import resource
 import sys
 
-# Every path is validated by the role (an absolute path of safe characters) and pasted as a JSON
-# string, which is also a valid Python string literal: no value can add code here.
-RUNC = {{ docker_engine_runc_path | to_json }}
-DOCKER_DATA_ROOT = {{ _docker_engine_data_root | to_json }}
+# The wrapper's configuration (see load_settings): <wrapper path>.json, written by the role.
+SETTINGS_PATH = os.path.abspath(__file__) + ".json"
+SETTINGS_KEYS = ("RUNC", "DOCKER_DATA_ROOT", "KIND_NODE_IMAGES")
+MAX_SETTINGS_BYTES = 1024 * 1024
 KIND_NODE_LABEL = "io.x-k8s.kind.cluster"
-KIND_NODE_IMAGES = {{ docker_engine_capclamp_images | list | to_json }}
 CONTAINER_ID = re.compile(r"^[0-9a-f]{64}\Z")
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
@@ -61,9 +65,63 @@ RLIMITS = {
     if hasattr(resource, name)
 }
 
+Settings = collections.namedtuple("Settings", ["runc", "data_root", "kind_node_images"])
+
 
 class ClampError(Exception):
     """The spec of a kind node could not be clamped: the container must not start."""
+
+
+class SettingsError(Exception):
+    """The wrapper's configuration is missing, unreadable or malformed: runc must not run."""
+
+
+def absolute_path(document, key):
+    """document[key], which must be an absolute path."""
+    value = document[key]
+    if not isinstance(value, str) or not os.path.isabs(value) or "\0" in value:
+        raise SettingsError("%s must be an absolute path (got %s)" % (key, json.dumps(value)))
+    return value
+
+
+def load_settings(path):
+    """The Settings in the JSON object at path, which the role writes (root's, mode 0644):
+    {"RUNC": "/usr/bin/runc", "DOCKER_DATA_ROOT": "/var/lib/docker", "KIND_NODE_IMAGES": [...]}.
+    It names the program this wrapper execs, so it must belong to the wrapper's owner and be
+    writable by nobody else."""
+    wrapper = os.path.abspath(__file__)
+    try:
+        with open(path, "rb") as handle:
+            status = os.fstat(handle.fileno())
+            raw = handle.read(MAX_SETTINGS_BYTES + 1)
+        owner = os.stat(wrapper).st_uid
+    except FileNotFoundError:
+        raise SettingsError("missing (the docker_engine role installs it)") from None
+    except OSError as error:
+        raise SettingsError("unreadable: %s" % error) from None
+    if status.st_uid != owner or status.st_mode & 0o022:
+        raise SettingsError("must belong to uid %d (the wrapper's owner) and be writable by nobody else"
+                            " (uid %d, mode %04o)" % (owner, status.st_uid, status.st_mode & 0o7777))
+    if len(raw) > MAX_SETTINGS_BYTES:
+        raise SettingsError("larger than %d bytes" % MAX_SETTINGS_BYTES)
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except ValueError as error:
+        raise SettingsError("not JSON: %s" % error) from None
+    if not isinstance(document, dict):
+        raise SettingsError("not a JSON object")
+    missing = [key for key in SETTINGS_KEYS if key not in document]
+    unexpected = sorted(key for key in document if key not in SETTINGS_KEYS)
+    if missing or unexpected:
+        raise SettingsError("keys missing: %s; unexpected: %s" % (", ".join(missing) or "none", ", ".join(unexpected) or "none"))
+    runc = absolute_path(document, "RUNC")
+    data_root = absolute_path(document, "DOCKER_DATA_ROOT")
+    images = document["KIND_NODE_IMAGES"]
+    if not isinstance(images, list) or not all(isinstance(image, str) for image in images):
+        raise SettingsError("KIND_NODE_IMAGES must be a list of strings (got %s)" % json.dumps(images))
+    if os.path.abspath(runc) == wrapper:
+        raise SettingsError("RUNC is this wrapper itself (%s)" % runc)
+    return Settings(runc, data_root, tuple(images))
 
 
 def allowed_capabilities():
@@ -140,13 +198,13 @@ def image_repository(reference):
     return name
 
 
-def is_kind_node(container_id):
+def is_kind_node(container_id, settings):
     """True when Docker's record of the container says it is a kind node. False otherwise, also
     when there is no readable record (a container this engine did not create): such a container
     is passed through untouched, as if there were no wrapper."""
     if not CONTAINER_ID.match(container_id):
         return False
-    path = os.path.join(DOCKER_DATA_ROOT, "containers", container_id, "config.v2.json")
+    path = os.path.join(settings.data_root, "containers", container_id, "config.v2.json")
     try:
         with open(path, "rb") as handle:
             raw = handle.read(MAX_CONFIG_BYTES + 1)
@@ -162,10 +220,10 @@ def is_kind_node(container_id):
     except (OSError, ValueError, AttributeError) as error:
         sys.stderr.write("runc-capclamp: %s: %s; passed through untouched\n" % (path, error))
         return False
-    return KIND_NODE_LABEL in labels or image_repository(image) in KIND_NODE_IMAGES
+    return KIND_NODE_LABEL in labels or image_repository(image) in settings.kind_node_images
 
 
-def adjust(args):
+def adjust(args, settings):
     """Clamp the spec of a kind node for create/run/exec; leave everything else alone."""
     command = next((arg for arg in args if arg in ("create", "run", "exec")), None)
     if command is None:
@@ -173,11 +231,11 @@ def adjust(args):
     container_id = args[-1]
     if command in ("create", "run"):
         bundle = option(args, "--bundle", "-b") or os.getcwd()
-        if is_kind_node(container_id):
+        if is_kind_node(container_id, settings):
             rewrite(os.path.join(bundle, "config.json"), lambda doc: doc.get("process"))
     else:
         process_file = option(args, "--process", "-p")
-        if process_file and is_kind_node(container_id):
+        if process_file and is_kind_node(container_id, settings):
             rewrite(process_file, lambda doc: doc)
 
 
@@ -185,14 +243,19 @@ def main(argv):
     """Adjust the spec of a kind node, then exec the real runc with the original arguments."""
     args = argv[1:]
     try:
-        adjust(args)
+        settings = load_settings(SETTINGS_PATH)
+    except SettingsError as error:
+        sys.stderr.write("runc-capclamp: not running runc: configuration %s: %s\n" % (SETTINGS_PATH, error))
+        return 1
+    try:
+        adjust(args, settings)
     except (ClampError, OSError, ValueError) as error:
         sys.stderr.write("runc-capclamp: not starting kind node %s: %s\n" % (args[-1] if args else "?", error))
         return 1
     try:
-        os.execv(RUNC, [RUNC] + args)
+        os.execv(settings.runc, [settings.runc] + args)
     except OSError as error:
-        sys.stderr.write("runc-capclamp: cannot run %s: %s\n" % (RUNC, error))
+        sys.stderr.write("runc-capclamp: cannot run %s: %s\n" % (settings.runc, error))
     return 127
 
 
