@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 """Filters of plugins/filter/pod.py: trainjob_pod (module_utils/pod_settings.pod_settings as a filter),
-the pre-pull filters, node_lost_tolerations and pods_blocked."""
+the pre-pull filters, node_lost_tolerations, controller_pod_patch and pods_blocked."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainfleet.training.plugins.filter.pod import (
-    FilterModule, node_lost_tolerations, pods_blocked, trainjob_pod, trainjob_prepull_plan, trainjob_prepull_pods)
+    FilterModule, controller_pod_patch, node_lost_tolerations, pods_blocked, trainjob_pod, trainjob_prepull_plan,
+    trainjob_prepull_pods)
 from ansible_collections.trainfleet.training.plugins.module_utils import pod_settings as ps
 
 SETTINGS = {"name": "job", "cpu_request": "1", "memory_request": "2Gi", "run_as_user": 10001, "run_as_group": 10001,
@@ -19,7 +20,8 @@ SETTINGS = {"name": "job", "cpu_request": "1", "memory_request": "2Gi", "run_as_
 def test_the_filter_is_registered():
     assert FilterModule().filters() == {"trainjob_pod": trainjob_pod, "trainjob_prepull_plan": trainjob_prepull_plan,
                                         "trainjob_prepull_pods": trainjob_prepull_pods,
-                                        "node_lost_tolerations": node_lost_tolerations, "pods_blocked": pods_blocked}
+                                        "node_lost_tolerations": node_lost_tolerations,
+                                        "controller_pod_patch": controller_pod_patch, "pods_blocked": pods_blocked}
 
 
 def _pod(name, *waits, init=()):
