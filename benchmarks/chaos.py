@@ -37,8 +37,8 @@ signal ("T (stopped)" for a freeze, or the fault is reported as not made).
 
 --check is make test's short run (molecule/default, beside the other proofs): no fault-free run
 (--baseline-epochs 0; ETTR at the run's own pace between faults), a fixed --epochs paced by the
-trainer's --min-epoch-s, each kind of --faults once, each only after an epoch ended since the
-previous one; it exits 1 unless the job Succeeded, every fault was made, each recovered within 2x the
+trainer's --min-epoch-s, each kind of --faults once, each only once the job recovered from the
+previous one (an epoch ended after it; after a pod, kill or stop, after a rank resumed); it exits 1 unless the job Succeeded, every fault was made, each recovered within 2x the
 collective timeout and was followed by a resume from a snapshot, a freeze by a watchdog line, and
 no gap between epochs exceeded that bound.
 
@@ -411,17 +411,35 @@ def check(rows, total, phase, rc, kinds, args):
     return failures
 
 
+RESTARTING_FAULTS = ("pod", "kill", "stop")
+
+
+def recovered(collector, fault, started):
+    """Whether the job trains again after ``fault`` (None: before the first one, from ``started``): an epoch
+    ended after it and, for a fault that restarts the ranks (pod, kill, stop), after a rank resumed from a
+    snapshot. The epoch under way when a rank is killed can still end just after the kill: that epoch is
+    not a recovery, and a next fault before the restart would take the restart's resume lines as its own."""
+    since = fault["at"] if fault else started
+    if fault and fault["kind"] in RESTARTING_FAULTS and not fault["error"]:
+        resumed = [t for _e, t in collector.resumes() if t > since]
+        if not resumed:
+            return False
+        since = min(resumed)
+    return any(t > since for _e, t in collector.epochs())
+
+
 def inject(proc, collector, injector, rng, kinds, args):
-    """The faults, every --every s from the first epoch; with --check each kind once, and each only once an
-    epoch ended after the previous fault (a fault lands on a training job, not on one still recovering)."""
+    """The faults, every --every s from the first epoch; with --check each kind once, and each only once the
+    job recovered from the previous fault (recovered()): a fault lands on a training job, not on one still
+    recovering, and each fault's resumes come before the next fault."""
     order, faults, started = [], [], time.time()
     while proc.poll() is None:
         if args.check:
             if len(faults) == len(kinds):
                 break
-            previous = faults[-1]["at"] if faults else started
-            due = previous + args.every
-            while proc.poll() is None and (time.time() < due or not any(t > previous for _e, t in collector.epochs())):
+            previous = faults[-1] if faults else None
+            due = (previous["at"] if previous else started) + args.every
+            while proc.poll() is None and (time.time() < due or not recovered(collector, previous, started)):
                 time.sleep(1)
         else:
             if time.time() - started >= args.minutes * 60 - args.every / 2:

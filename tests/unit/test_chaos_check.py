@@ -127,3 +127,35 @@ def test_a_recovery_or_a_gap_over_twice_the_collective_timeout_fails(chaos):
 
 def test_own_pace_is_the_median_step_between_consecutive_epochs(chaos):
     assert chaos.own_pace([(1, 10.0), (2, 12.0), (3, 14.0), (2, 50.0), (3, 52.0), (4, 54.5)]) == 2.0
+
+
+class _Seen(types.SimpleNamespace):
+    """What the collector saw: epochs() [(epoch, end)], resumes() [(epoch, seen at)]."""
+
+    def epochs(self):
+        return self.epoch_ends
+
+    def resumes(self):
+        return self.resumed
+
+
+@pytest.mark.parametrize("kind, epoch_ends, resumed, error, expected", [
+    # the epoch under way when the rank was killed ends just after the kill: not a recovery (the flake this guards)
+    ("kill", [(7, T0 + 1)], [], None, False),
+    ("kill", [(7, T0 + 1)], [(7, T0 + 20)], None, False),
+    ("kill", [(7, T0 + 1), (8, T0 + 25)], [(7, T0 + 20)], None, True),
+    ("pod", [(8, T0 + 25)], [(7, T0 + 20)], None, True),
+    ("stop", [(8, T0 + 25)], [(7, T0 - 5)], None, False),
+    # a fault that restarts nothing, or one that could not be made: an epoch after it is enough
+    ("net", [(7, T0 + 1)], [], None, True),
+    ("s3", [], [], None, False),
+    ("kill", [(7, T0 + 1)], [], "no running worker pod", True),
+])
+def test_the_next_fault_waits_until_the_job_recovered(chaos, kind, epoch_ends, resumed, error, expected):
+    fault = {"kind": kind, "at": T0, "victim": "w-0", "lasted_s": 0.0, "error": error}
+    assert chaos.recovered(_Seen(epoch_ends=epoch_ends, resumed=resumed), fault, T0 - 60) is expected
+
+
+def test_the_first_fault_waits_for_an_epoch(chaos):
+    assert chaos.recovered(_Seen(epoch_ends=[], resumed=[]), None, T0) is False
+    assert chaos.recovered(_Seen(epoch_ends=[(1, T0 + 2)], resumed=[]), None, T0) is True
