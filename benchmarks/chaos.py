@@ -38,9 +38,10 @@ signal ("T (stopped)" for a freeze, or the fault is reported as not made).
 --check is make test's short run (molecule/default, beside the other proofs): no fault-free run
 (--baseline-epochs 0; ETTR at the run's own pace between faults), a fixed --epochs paced by the
 trainer's --min-epoch-s, each kind of --faults once, each only once the job recovered from the
-previous one (an epoch ended after it; after a pod, kill or stop, after a rank resumed); it exits 1 unless the job Succeeded, every fault was made, each recovered within 2x the
-collective timeout and was followed by a resume from a snapshot, a freeze by a watchdog line, and
-no gap between epochs exceeded that bound.
+previous one (an epoch ended after it; after a pod, kill or stop, after a rank resumed); it exits
+1 unless the job Succeeded, every fault was made, each recovered within 2x the collective timeout
+and was followed by a resume from a snapshot, a freeze by a watchdog line, and no gap between
+epochs exceeded that bound.
 
 Usage: .venv/bin/python benchmarks/chaos.py [--minutes 20] [--every 180] [--seed 1]
            [--faults pod,kill,stop,net,operator,s3,node] [--baseline-epochs 20] [--stall-timeout 30]
