@@ -90,6 +90,9 @@ def _filters():
 def _lookup(kind, *args, **_kwargs):
     if kind == "ansible.builtin.env":
         return os.environ.get(args[0], "")
+    if kind == "trainfleet.training.cache_dir":
+        from ansible_collections.trainfleet.training.plugins.module_utils.cache import cache_dir  # pylint: disable=import-outside-toplevel
+        return cache_dir()
     raise AssertionError("unexpected lookup %s in the role defaults" % kind)
 
 
