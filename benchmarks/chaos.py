@@ -73,6 +73,8 @@ from trainer.metrics import parse_epoch_line, parse_resume_line  # noqa: E402  p
 
 NAMESPACE = "trainfleet"
 FAULTS = ("pod", "kill", "stop", "net", "operator", "s3", "node")
+# The faults that restart the ranks: a resume from a snapshot must follow each.
+RESTARTING_FAULTS = ("pod", "kill", "stop")
 LINE_RE = re.compile("(?:" + "|".join(map(re.escape, (EPOCH_PREFIX, RESUME_PREFIX, STALL_PREFIX, RESULT_PREFIX))) + ").*")
 OUT = c.REPO / "out" / "bench"
 # Run in a worker's container (python3 -c CODE SIGNAL RANK|any): signal one rank, the trainer process
@@ -403,16 +405,13 @@ def check(rows, total, phase, rc, kinds, args):
             failures.append(f"{name}: no epoch ended after it")
         elif row["recovery_s"] > bound:
             failures.append(f"{name}: recovery {row['recovery_s']:.0f} s, over 2 x the collective timeout ({bound:g} s)")
-        if row["kind"] in ("pod", "kill", "stop") and not row["error"] and not row["resumed_from"]:
+        if row["kind"] in RESTARTING_FAULTS and not row["error"] and not row["resumed_from"]:
             failures.append(f"{name}: no rank resumed from a snapshot after it (the fault did not reach the job?)")
         if row["kind"] == "stop" and not row["error"] and not row["stall_lines"]:
             failures.append(f"{name}: no watchdog line ({STALL_PREFIX}) after the freeze: the hang ended some other way")
     if total["longest_without_epoch_s"] > bound:
         failures.append(f"the job went {total['longest_without_epoch_s']:.0f} s without an epoch, over {bound:g} s")
     return failures
-
-
-RESTARTING_FAULTS = ("pod", "kill", "stop")
 
 
 def recovered(collector, fault, started):
