@@ -17,7 +17,10 @@ import time
 from kubernetes import client, config, watch
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-CACHE = pathlib.Path(os.environ.get("TRAINFLEET_CACHE", str(pathlib.Path.home() / ".cache" / "trainfleet")))
+sys.path.insert(0, str(REPO / ".collections"))  # the collection's own rules (module_utils/cache.py)
+from ansible_collections.trainfleet.training.plugins.module_utils.cache import cache_dir  # noqa: E402  pylint: disable=wrong-import-position
+
+CACHE = pathlib.Path(cache_dir())
 KUBECONFIG = os.environ.get("TRAINFLEET_KUBECONFIG", str(CACHE / "kubeconfig-trainfleet"))
 NAMESPACE = "trainfleet-bench"
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"

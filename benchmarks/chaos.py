@@ -70,6 +70,8 @@ sys.path.insert(0, str(c.REPO))  # the trainer's line formats: one source (train
 import boto3  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
 from trainer import EPOCH_PREFIX, RESULT_PREFIX, RESUME_PREFIX, STALL_PREFIX  # noqa: E402  pylint: disable=wrong-import-position
 from trainer.metrics import parse_epoch_line, parse_resume_line  # noqa: E402  pylint: disable=wrong-import-position
+# _common put the collection on the path: the kubectl the cluster step built, by its one rule
+from ansible_collections.trainfleet.training.plugins.module_utils.cache import built_kubectl  # noqa: E402  pylint: disable=wrong-import-position
 
 NAMESPACE = "trainfleet"
 FAULTS = ("pod", "kill", "stop", "net", "operator", "s3", "node")
@@ -119,8 +121,7 @@ def parse_iso(text):
 
 
 def kubectl():
-    found = sorted((c.CACHE / "kubernetes").glob("*/bin/kubectl"))
-    return [str(found[-1]) if found else "kubectl", "--kubeconfig", c.KUBECONFIG, "-n", NAMESPACE]
+    return [built_kubectl(str(c.CACHE)), "--kubeconfig", c.KUBECONFIG, "-n", NAMESPACE]
 
 
 def run(argv, timeout=60):
